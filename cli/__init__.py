@@ -1,0 +1,1 @@
+"""The rollout-ledger command line."""

@@ -1,0 +1,1 @@
+"""The write side of rollout-ledger: events, store, lock, files, rows, identity."""

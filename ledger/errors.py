@@ -1,0 +1,152 @@
+"""The one error tree of rollout-ledger (house style, "Errors").
+
+Every error keeps its facts as attributes so callers and the CLI can render or
+map them (CLI-1) without parsing messages. Messages say what happened, where
+(file and line, seq, dotted key), and what to do; they never hold a credential.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+
+class LedgerError(Exception):
+    """The root of every error rollout-ledger raises on purpose."""
+
+    #: The CLI's exit code for this error (CLI-1): 5, "unknown, corrupt or
+    #: unsupported saved work", for any LedgerError without a code of its own.
+    exit_code: int = 5
+
+
+class ConfigError(LedgerError):
+    """A configuration, option file or argument is unusable as given."""
+
+    exit_code = 3
+
+    def __init__(
+        self, message: str, *, key: str | None = None, path: Path | str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.key = key
+        self.path = None if path is None else str(path)
+
+
+class IdentityMismatch(ConfigError):
+    """Saved work does not belong to the current configuration, inputs or run."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        keys: Sequence[str] = (),
+        path: Path | str | None = None,
+        line: int | None = None,
+    ) -> None:
+        super().__init__(message, path=path)
+        self.keys = tuple(keys)
+        self.line = line
+
+
+class LockHeld(LedgerError):
+    """Another process (or this one, already) owns the run lock."""
+
+    exit_code = 4
+
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        holder: str | None = None,
+        detail: str | None = None,
+    ) -> None:
+        self.path = str(path)
+        self.holder = holder
+        who = f" held by {holder}" if holder else ""
+        extra = f" ({detail})" if detail else ""
+        super().__init__(
+            f"the run lock {self.path} is{who}{extra}; wait for that process "
+            "to finish, or stop it, then try again"
+        )
+
+
+class CorruptLedger(LedgerError):
+    """The saved ledger or a file it points at is damaged or of an unknown form."""
+
+    exit_code = 5
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        seq: int | None = None,
+        path: Path | str | None = None,
+        line: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.seq = seq
+        self.path = None if path is None else str(path)
+        self.line = line
+
+
+class UnknownEvent(CorruptLedger):
+    """A stored event has a kind this version of rollout-ledger does not know."""
+
+    def __init__(self, *, seq: int, kind: str, path: Path | str | None = None) -> None:
+        where = f" in {path}" if path is not None else ""
+        super().__init__(
+            f"event seq {seq}{where} has kind {kind!r}, which this version of "
+            "rollout-ledger does not know; upgrade rollout-ledger to read this run",
+            seq=seq,
+            path=path,
+        )
+        self.kind = kind
+
+
+class ConcurrencyConflict(LedgerError):
+    """An append expected a head seq that is no longer the head; nothing was written."""
+
+    exit_code = 4
+
+    def __init__(self, *, expected_seq: int, actual_seq: int) -> None:
+        super().__init__(
+            f"expected the ledger head at seq {expected_seq}, but it is at seq "
+            f"{actual_seq}; nothing was written: replay the log and try again"
+        )
+        self.expected_seq = expected_seq
+        self.actual_seq = actual_seq
+
+
+class RowError(LedgerError):
+    """A collector row breaks the row contract (rows.md) in a way recovery cannot read."""
+
+    exit_code = 3
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        key: str | None = None,
+        path: Path | str | None = None,
+        line: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.key = key
+        self.path = None if path is None else str(path)
+        self.line = line
+
+
+class RecoveryIncomplete(LedgerError, RuntimeError):
+    """Saved results are valid, but unfinished work remains (REC-40)."""
+
+    def __init__(
+        self, message: str, *, retryable: bool, counts: dict[str, int] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.counts = dict(counts or {})
+
+    @property
+    def exit_code(self) -> int:  # type: ignore[override]
+        """75 when some unfinished work is retryable, else 76 (CLI-1, CLI-7)."""
+        return 75 if self.retryable else 76

@@ -1,0 +1,106 @@
+"""Atomic file publication (EV-30, EV-31).
+
+A reader of a published file sees the old bytes or the new ones, never a part:
+the new bytes go to a temporary file in the same folder, are fsynced, take the
+mode of the file they replace, and are renamed over it; then the folder is
+fsynced so the rename itself survives a power loss.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from ledger.errors import LedgerError
+
+__all__ = ["atomic_replace", "canonical_json", "fsync_dir", "publish_json"]
+
+
+def fsync_dir(folder: Path) -> None:
+    """Flush a folder's entries to disk so a rename or create inside it is durable."""
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _current_umask() -> int:
+    # os.umask can only be read by setting it; restore it at once.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _target_mode(path: Path, mode: int | None) -> int:
+    if mode is not None:
+        return mode
+    try:
+        return path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        return 0o666 & ~_current_umask()
+
+
+def atomic_replace(path: Path | str, data: bytes, mode: int | None = None) -> None:
+    """Replace ``path`` with ``data`` atomically (EV-30).
+
+    Raises:
+        LedgerError: the write failed; the original file is untouched and the
+            temporary file is removed.
+    """
+    target = Path(path)
+    folder = target.parent
+    tmp = folder / f".{target.name}.{secrets.token_hex(6)}.tmp"
+    try:
+        final_mode = _target_mode(target, mode)
+        # EV-30: exclusive create, so a stale temporary file is never reused.
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+            os.fchmod(fd, final_mode)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+        fsync_dir(folder)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise LedgerError(f"could not write {target}: {exc.strerror or exc}") from exc
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+_JSON_ENCODER = msgspec.json.Encoder(order="sorted")
+
+
+def _refuse_nan(value: Any, where: str) -> None:
+    # msgspec encodes NaN and infinities silently as null; EV-31 refuses them.
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{where} is {value!r}; published JSON refuses NaN and infinity")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _refuse_nan(item, f"{where}.{key}")
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            _refuse_nan(item, f"{where}[{index}]")
+
+
+def canonical_json(value: Any) -> bytes:
+    """Canonical JSON: sorted keys, 2-space indent, trailing newline, NaN refused."""
+    plain = msgspec.to_builtins(value, order="sorted")
+    _refuse_nan(plain, "$")
+    return msgspec.json.format(_JSON_ENCODER.encode(plain), indent=2) + b"\n"
+
+
+def publish_json(path: Path | str, value: Any) -> None:
+    """Publish ``value`` as canonical JSON through :func:`atomic_replace` (EV-31)."""
+    atomic_replace(path, canonical_json(value))

@@ -1,0 +1,1 @@
+"""The read side of rollout-ledger: pure folds of the event log into views."""
