@@ -1,1 +1,5 @@
-"""The rollout-ledger command line."""
+"""The rollout-ledger command line: a thin click shell over the library."""
+
+from cli.main import main
+
+__all__ = ["main"]

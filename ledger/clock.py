@@ -1,4 +1,4 @@
-"""The injectable clock (EV-1): every timestamp and id the ledger stores comes from here.
+"""The injectable clock (EV-1): every stored timestamp and id comes from here.
 
 Projections never read a clock; a seeded clock makes a whole run reproducible.
 """

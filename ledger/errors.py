@@ -118,7 +118,7 @@ class ConcurrencyConflict(LedgerError):
 
 
 class RowError(LedgerError):
-    """A collector row breaks the row contract (rows.md) in a way recovery cannot read."""
+    """A collector row breaks the row contract (rows.md) so recovery cannot read it."""
 
     exit_code = 3
 

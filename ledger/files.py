@@ -85,7 +85,9 @@ _JSON_ENCODER = msgspec.json.Encoder(order="sorted")
 def _refuse_nan(value: Any, where: str) -> None:
     # msgspec encodes NaN and infinities silently as null; EV-31 refuses them.
     if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"{where} is {value!r}; published JSON refuses NaN and infinity")
+        raise ValueError(
+            f"{where} is {value!r}; published JSON refuses NaN and infinity"
+        )
     if isinstance(value, dict):
         for key, item in value.items():
             _refuse_nan(item, f"{where}.{key}")

@@ -1,0 +1,362 @@
+"""The event vocabulary (EV-1..EV-3): one frozen tagged Struct per kind, one union.
+
+Every body is a frozen msgspec Struct on the base :class:`Event`, tagged with a
+stable ``kind`` string (never the class name). Bodies are encoded once, with
+deterministic order, and those exact bytes are hashed and stored (EV-2).
+A new field gets a default and goes at the end of its class; a field never
+changes type; a breaking change is a new kind (house style, "Evolve without
+breaking"). Events never hold a raw row, a response or a credential.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Annotated, Any
+
+import msgspec
+
+from ledger.facts import RowFacts
+
+__all__ = [
+    "EVENT_TYPES",
+    "KINDS",
+    "ZERO_HASH",
+    "AnyEvent",
+    "AttemptKey",
+    "AttemptReserved",
+    "AttemptsExtended",
+    "AttemptsReleased",
+    "DriftAccepted",
+    "Event",
+    "FailureBudgetReset",
+    "FailureSaved",
+    "IdentityAdopted",
+    "IdentityOverridden",
+    "IndexEntry",
+    "JudgeAdmitted",
+    "JudgeOutcomeSaved",
+    "LegacyImported",
+    "LegacyRejection",
+    "LegacySource",
+    "Location",
+    "OmissionSaved",
+    "PolicyChange",
+    "PolicyChanged",
+    "RerunApproved",
+    "ResultSaved",
+    "ResumeStarted",
+    "RunCreated",
+    "StoredEvent",
+    "TailRepaired",
+    "chain_hash",
+    "decode_body",
+    "encode_body",
+    "encode_header",
+]
+
+NonNegative = Annotated[int, msgspec.Meta(ge=0)]
+Positive = Annotated[int, msgspec.Meta(ge=1)]
+Sha256Hex = Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$")]
+Reason = Annotated[str, msgspec.Meta(max_length=2000)]
+
+#: `[task, rollout, attempt]`, as stored in release lists.
+AttemptKey = tuple[NonNegative, NonNegative, NonNegative]
+
+#: One materialized row: `[task, rollout, offset, length, agent, rollout_id]`.
+IndexEntry = tuple[
+    NonNegative, NonNegative, NonNegative, NonNegative, str | None, str | None
+]
+
+
+class Location(msgspec.Struct, frozen=True, kw_only=True):
+    """Where a row's bytes are: file (run-relative), offset, length, sha256."""
+
+    file: str
+    offset: NonNegative
+    length: NonNegative
+    row_sha256: Sha256Hex
+
+
+class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
+    """The base of every event body; the tag field ``kind`` names the kind."""
+
+
+class RunCreated(Event, tag="run_created", frozen=True, kw_only=True):
+    """The first event: the manifest (ID-30), identity, policy and input index."""
+
+    format: str = "rollout-ledger/manifest"
+    schema_version: int = 1
+    run_id: str
+    created_at: str
+    source_path: str | None = None
+    source_digest: str = "unverified"
+    materialized_digest: str
+    config_digest: str
+    identity_scheme: int = 1
+    max_rollout_attempts: Positive
+    selection_policy: str = "latest_allocated"
+    legacy_import: bool = False
+    identity_overridden: bool = False
+    identity: dict[str, Any] | None = None
+    policy: dict[str, Any] = {}
+    index: tuple[IndexEntry, ...] = ()
+
+
+class LegacySource(msgspec.Struct, frozen=True, kw_only=True):
+    """A source file an import read, with its size and digest."""
+
+    file: str
+    size: NonNegative
+    sha256: Sha256Hex
+
+
+class LegacyRejection(msgspec.Struct, frozen=True, kw_only=True):
+    """One row an import refused, and why."""
+
+    file: str
+    line: Positive
+    reason: Reason
+
+
+class LegacyImported(Event, tag="legacy_imported", frozen=True, kw_only=True):
+    """What an import of a run saved without a ledger read and took (REC-70)."""
+
+    sources: tuple[LegacySource, ...] = ()
+    rows_read: NonNegative = 0
+    rows_imported: NonNegative = 0
+    rows_rejected: NonNegative = 0
+    rejections: tuple[LegacyRejection, ...] = ()
+    foreign_manifest: dict[str, Any] | None = None
+
+
+class AttemptsReleased(Event, tag="attempts_released", frozen=True, kw_only=True):
+    """Attempts a plan released for dispatch or re-judgment (REC-3)."""
+
+    dispatch: tuple[AttemptKey, ...] = ()
+    rejudge: tuple[AttemptKey, ...] = ()
+
+
+class AttemptReserved(Event, tag="attempt_reserved", frozen=True, kw_only=True):
+    """An attempt reserved durably before its request is sent."""
+
+    task: NonNegative
+    rollout: NonNegative
+    attempt: NonNegative
+    run_id: str
+
+
+class ResultSaved(Event, tag="result_saved", frozen=True, kw_only=True):
+    """A result row was written and flushed to ``OUT``."""
+
+    task: NonNegative
+    rollout: NonNegative
+    attempt: NonNegative
+    location: Location
+    facts: RowFacts
+
+
+class FailureSaved(Event, tag="failure_saved", frozen=True, kw_only=True):
+    """A failure row was written to the sidecar."""
+
+    task: NonNegative
+    rollout: NonNegative
+    attempt: NonNegative
+    location: Location
+    sidecar_line: NonNegative
+    facts: RowFacts
+
+
+class OmissionSaved(Event, tag="omission_saved", frozen=True, kw_only=True):
+    """An intentional omission stand-in was written to the sidecar (REC-35)."""
+
+    task: NonNegative
+    rollout: NonNegative
+    attempt: NonNegative
+    location: Location
+    sidecar_line: NonNegative
+    reason: Reason
+
+
+class JudgeAdmitted(Event, tag="judge_admitted", frozen=True, kw_only=True):
+    """A judge-only re-judgment was admitted, before the judge call (REC-30)."""
+
+    admission_id: str
+    task: NonNegative
+    rollout: NonNegative
+    attempt: NonNegative
+    judge: str
+
+
+class JudgeOutcomeSaved(Event, tag="judge_outcome_saved", frozen=True, kw_only=True):
+    """The re-judgment's row was saved; this closes its admission (REC-30)."""
+
+    admission_id: str
+    outcome: str  # "graded" or "failed"
+    reward: float | None = None
+    failure_kind: str | None = None
+    location: Location
+    sidecar_line: NonNegative | None = None
+
+
+class RerunApproved(Event, tag="rerun_approved", frozen=True, kw_only=True):
+    """An operator approved one masked result to run again (REC-25)."""
+
+    task: NonNegative
+    rollout: NonNegative
+    attempt: NonNegative
+    reason: Reason
+
+
+class AttemptsExtended(Event, tag="attempts_extended", frozen=True, kw_only=True):
+    """The total attempt extension now in force (REC-11)."""
+
+    total: Positive
+    reason: Reason | None = None
+
+
+class FailureBudgetReset(Event, tag="failure_budget_reset", frozen=True, kw_only=True):
+    """Sidecar lines before this reset no longer count against the budget (REC-16)."""
+
+    excluded_lines: NonNegative
+    before_seq: NonNegative
+    reason: Reason
+
+
+class PolicyChange(msgspec.Struct, frozen=True, kw_only=True):
+    """One policy setting's old and new value."""
+
+    old: Any
+    new: Any
+
+
+class PolicyChanged(Event, tag="policy_changed", frozen=True, kw_only=True):
+    """Policy settings changed after creation (REC-60)."""
+
+    changes: dict[str, PolicyChange]
+    reason: Reason | None = None
+
+
+class DriftAccepted(Event, tag="drift_accepted", frozen=True, kw_only=True):
+    """A resume proceeded across operational drift (REC-53)."""
+
+    from_digest: str
+    to_digest: str
+    operational_keys: tuple[str, ...]
+    identity: dict[str, Any]
+
+
+class IdentityAdopted(Event, tag="identity_adopted", frozen=True, kw_only=True):
+    """A run saved without an identity took the current one (REC-57)."""
+
+    from_digest: str
+    to_digest: str
+    identity: dict[str, Any]
+
+
+class IdentityOverridden(Event, tag="identity_overridden", frozen=True, kw_only=True):
+    """``--allow-unsafe`` proceeded across a refusal (REC-54)."""
+
+    from_digest: str
+    to_digest: str
+    semantic_keys: tuple[str, ...]
+    identity: dict[str, Any]
+    materialized_digest: str
+    source_digest: str
+    reason: Reason | None = None
+
+
+class TailRepaired(Event, tag="tail_repaired", frozen=True, kw_only=True):
+    """A torn last line was cut back under the lock and saved (EV-12)."""
+
+    file: str
+    offset: NonNegative
+    length: NonNegative
+    sha256: Sha256Hex
+    saved_as: str
+
+
+class ResumeStarted(Event, tag="resume_started", frozen=True, kw_only=True):
+    """A resume passed the gate; its plan's counts and options."""
+
+    config_digest: str
+    counts: dict[str, int]
+    options: dict[str, Any] = {}
+
+
+AnyEvent = (
+    RunCreated
+    | LegacyImported
+    | AttemptsReleased
+    | AttemptReserved
+    | ResultSaved
+    | FailureSaved
+    | OmissionSaved
+    | JudgeAdmitted
+    | JudgeOutcomeSaved
+    | RerunApproved
+    | AttemptsExtended
+    | FailureBudgetReset
+    | PolicyChanged
+    | DriftAccepted
+    | IdentityAdopted
+    | IdentityOverridden
+    | TailRepaired
+    | ResumeStarted
+)
+
+EVENT_TYPES: tuple[type[Event], ...] = AnyEvent.__args__
+#: Every kind tag this version knows, mapped to its Struct.
+KINDS: dict[str, type[Event]] = {
+    msgspec.inspect.type_info(t).tag: t  # type: ignore[attr-defined]
+    for t in EVENT_TYPES
+}
+
+ZERO_HASH = bytes(32)
+
+# One encoder and one decoder, reused (house style). "deterministic" keeps
+# Struct fields in definition order and sorts dict keys, so equal bodies are
+# equal bytes.
+_BODY_ENCODER = msgspec.json.Encoder(order="deterministic")
+_BODY_DECODER: msgspec.json.Decoder[AnyEvent] = msgspec.json.Decoder(AnyEvent)
+
+
+def encode_body(body: Event) -> bytes:
+    """The stored bytes of an event body (EV-2)."""
+    return _BODY_ENCODER.encode(body)
+
+
+def decode_body(data: bytes) -> AnyEvent:
+    """Decode stored body bytes into their Struct."""
+    return _BODY_DECODER.decode(data)
+
+
+def kind_of(body: Event) -> str:
+    """The kind tag of a body."""
+    return body.__struct_config__.tag  # type: ignore[return-value]
+
+
+def encode_header(seq: int, kind: str, at: str, actor: str) -> bytes:
+    """``[seq, kind, at, actor]`` as deterministic JSON plus a newline (EV-2)."""
+    return _BODY_ENCODER.encode([seq, kind, at, actor]) + b"\n"
+
+
+def chain_hash(
+    prev_hash: bytes, seq: int, kind: str, at: str, actor: str, body: bytes
+) -> bytes:
+    """``sha256(prev_hash || header || body_bytes)`` as 32 raw bytes (EV-2)."""
+    digest = hashlib.sha256(prev_hash)
+    digest.update(encode_header(seq, kind, at, actor))
+    digest.update(body)
+    return digest.digest()
+
+
+class StoredEvent(msgspec.Struct, frozen=True, kw_only=True):
+    """An event as stored: the envelope of EV-1 around its decoded body."""
+
+    seq: int
+    kind: str
+    at: str
+    actor: str
+    body: AnyEvent
+    prev_hash: bytes
+    hash: bytes

@@ -1,0 +1,22 @@
+"""JSON Lines encoding shared by every file the ledger writes rows to."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import msgspec
+
+__all__ = ["encode_row", "encode_rows"]
+
+_ROW_ENCODER = msgspec.json.Encoder(order="deterministic")
+
+
+def encode_row(row: Mapping[str, Any]) -> bytes:
+    """One row as deterministic JSON (sorted keys) and a newline."""
+    return _ROW_ENCODER.encode(row) + b"\n"
+
+
+def encode_rows(rows: Iterable[Mapping[str, Any]]) -> bytes:
+    """Rows as JSON Lines, one deterministic object a line (ID-30's digest input)."""
+    return b"".join(encode_row(row) for row in rows)

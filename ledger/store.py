@@ -1,0 +1,307 @@
+"""The SQLite event store (EV-10, EV-11, EV-13): append and read, nothing else.
+
+Appends use ``sqlite3`` directly inside our own ``BEGIN IMMEDIATE`` (the hot
+path); sqlite-utils creates the schema through named migrations. Every
+``sqlite3`` error is translated into a ledger error at this boundary, so
+callers never see ``sqlite3`` types.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import NamedTuple
+
+import sqlite_utils
+
+from ledger.errors import ConcurrencyConflict, CorruptLedger, LedgerError
+from ledger.events import ZERO_HASH, chain_hash
+
+__all__ = ["SCHEMA_VERSION", "EventRow", "NewEvent", "SQLiteStore"]
+
+PACKAGE_VERSION = "0.1.0"
+_READ_BATCH = 1024
+_SELECT = "SELECT seq, kind, at, actor, body, prev_hash, hash FROM events"
+
+
+class NewEvent(NamedTuple):
+    """An event about to be appended: its kind, time, actor and encoded body."""
+
+    kind: str
+    at: str
+    actor: str
+    body: bytes
+
+
+class EventRow(NamedTuple):
+    """One stored row of the ``events`` table, undecoded."""
+
+    seq: int
+    kind: str
+    at: str
+    actor: str
+    body: bytes
+    prev_hash: bytes
+    hash: bytes
+
+
+def _create_events(db: sqlite_utils.Database) -> None:
+    db.table("events").create(  # EV-10: the table, exactly as specified
+        {
+            "seq": int,
+            "kind": str,
+            "at": str,
+            "actor": str,
+            "body": bytes,
+            "prev_hash": bytes,
+            "hash": bytes,
+        },
+        pk="seq",
+        not_null={"kind", "at", "actor", "body", "prev_hash", "hash"},
+    )
+    # Projections read some kinds first and cheaply (REC-60: the policy events).
+    db.table("events").create_index(["kind", "seq"], index_name="events_by_kind")
+    db.table("meta").create({"key": str, "value": str}, pk="key", not_null={"value"})
+
+
+def _create_snapshots(db: sqlite_utils.Database) -> None:
+    db.table("snapshots").create(  # EV-14: keyed by what must still match to use it
+        {
+            "seq": int,
+            "head_hash": bytes,
+            "code_version": str,
+            "policy_digest": str,
+            "state": bytes,
+        },
+        pk=("code_version", "policy_digest"),
+        not_null={"seq", "head_hash", "state"},
+    )
+
+
+#: Named migrations, applied in order and recorded; never edit or reorder one.
+MIGRATIONS: tuple[tuple[str, Callable[[sqlite_utils.Database], None]], ...] = (
+    ("0001_events_and_meta", _create_events),
+    ("0002_snapshots", _create_snapshots),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def _translate(exc: sqlite3.Error, path: Path, doing: str) -> LedgerError:
+    if isinstance(exc, sqlite3.DatabaseError) and "not a database" in str(exc):
+        return CorruptLedger(f"{path} is not an SQLite database ({exc})", path=path)
+    if "locked" in str(exc) or "busy" in str(exc):
+        return LedgerError(f"{path} is busy while {doing}: {exc}; try again")
+    return CorruptLedger(f"{path}: SQLite error while {doing}: {exc}", path=path)
+
+
+class SQLiteStore:
+    """One run's ``ledger.db``: a writer (append and read) or a read-only reader."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path, *, writable: bool) -> None:
+        self._conn = conn
+        self.path = path
+        self.writable = writable
+
+    # -- opening -----------------------------------------------------------
+
+    @classmethod
+    def create(cls, path: Path, *, journal_mode: str = "wal") -> SQLiteStore:
+        """Create a new database at ``path`` (which must not exist) with the schema."""
+        if journal_mode not in ("wal", "delete"):
+            raise LedgerError(
+                f"journal mode must be 'wal' or 'delete', not {journal_mode!r}"
+            )
+        if path.exists():
+            raise LedgerError(f"{path} exists already")
+        store = cls._connect(path, writable=True)
+        with store._guard("creating the schema"):
+            store._conn.execute(f"PRAGMA journal_mode={journal_mode}")
+            store._migrate()
+        return store
+
+    @classmethod
+    def open(cls, path: Path, *, writable: bool) -> SQLiteStore:
+        """Open an existing database; a reader opens it read-only (EV-12)."""
+        if not path.is_file():
+            raise CorruptLedger(
+                f"{path} does not exist: this is not a rollout-ledger run (create it "
+                "with `rollout-ledger create` or `rollout-ledger import`)",
+                path=path,
+            )
+        store = cls._connect(path, writable=writable)
+        try:
+            store.check_schema()
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    @classmethod
+    def _connect(cls, path: Path, *, writable: bool) -> SQLiteStore:
+        target = str(path) if writable else f"{path.as_uri()}?mode=ro"
+        try:
+            conn = sqlite3.connect(
+                target,
+                uri=not writable,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=30.0,
+            )
+            # EV-11: a returned append is durable after kill -9 or power loss.
+            conn.execute("PRAGMA synchronous=FULL")
+        except sqlite3.Error as exc:
+            raise _translate(exc, path, "opening") from exc
+        return cls(conn, path, writable=writable)
+
+    def _migrate(self) -> None:
+        db = sqlite_utils.Database(self._conn, execute_plugins=False)
+        applied = self._applied_migrations(db)
+        for name, migrate in MIGRATIONS:
+            if name in applied:
+                continue
+            with self.transaction():
+                migrate(db)
+                db.table("migrations").insert({"name": name}, pk="name")
+                self._set_meta("schema_version", str(SCHEMA_VERSION))
+                self._set_meta("package_version", PACKAGE_VERSION)
+
+    def _applied_migrations(self, db: sqlite_utils.Database) -> set[str]:
+        if not db.table("migrations").exists():
+            db.table("migrations").create({"name": str}, pk="name")
+        return {row["name"] for row in db.table("migrations").rows}
+
+    def _set_meta(self, key: str, value: str) -> None:
+        self._conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    def check_schema(self) -> int:
+        """The stored schema version; a newer or missing one is ``CorruptLedger``."""
+        with self._guard("reading the schema version"):
+            row = self._conn.execute(
+                "SELECT value FROM meta WHERE key = 'schema_version'"
+            ).fetchone()
+        if row is None or not str(row[0]).isdigit():
+            raise CorruptLedger(f"{self.path} has no schema version", path=self.path)
+        version = int(row[0])
+        if version > SCHEMA_VERSION:
+            raise CorruptLedger(
+                f"{self.path} has schema version {version}, newer than this "
+                f"rollout-ledger's {SCHEMA_VERSION}; upgrade rollout-ledger to read it",
+                path=self.path,
+            )
+        if version < SCHEMA_VERSION and self.writable:
+            self._migrate()
+        return version
+
+    # -- transactions ------------------------------------------------------
+
+    @contextmanager
+    def _guard(self, doing: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise _translate(exc, self.path, doing) from exc
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """``BEGIN IMMEDIATE`` ... ``COMMIT``; rollback on any exception, re-raised."""
+        with self._guard("starting a transaction"):
+            self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._conn
+        except BaseException:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            raise
+        with self._guard("committing"):
+            self._conn.execute("COMMIT")
+
+    # -- the log -----------------------------------------------------------
+
+    def head(self) -> tuple[int, bytes]:
+        """``(seq, hash)`` of the newest event; ``(0, ZERO_HASH)`` when empty."""
+        with self._guard("reading the head"):
+            row = self._conn.execute(
+                "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1"
+            ).fetchone()
+        return (0, ZERO_HASH) if row is None else (int(row[0]), bytes(row[1]))
+
+    def append_many(
+        self, events: Sequence[NewEvent], *, expected_seq: int | None = None
+    ) -> list[EventRow]:
+        """Append ``events`` in one transaction, chained on the head (EV-11)."""
+        if not self.writable:
+            raise LedgerError(
+                f"{self.path} is open read-only; appends need the run lock"
+            )
+        with self.transaction():
+            return self.append_in_transaction(events, expected_seq=expected_seq)
+
+    def append_in_transaction(
+        self, events: Sequence[NewEvent], *, expected_seq: int | None = None
+    ) -> list[EventRow]:
+        """Append inside a transaction the caller already holds."""
+        seq, prev = self.head()
+        if expected_seq is not None and expected_seq != seq:
+            raise ConcurrencyConflict(expected_seq=expected_seq, actual_seq=seq)
+        rows = []
+        for event in events:
+            seq += 1
+            digest = chain_hash(
+                prev, seq, event.kind, event.at, event.actor, event.body
+            )
+            rows.append(EventRow(seq, *event, prev, digest))
+            prev = digest
+        with self._guard("appending"):
+            self._conn.executemany(
+                "INSERT INTO events(seq, kind, at, actor, body, prev_hash, hash) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+        return rows
+
+    def rows(
+        self, from_seq: int = 1, *, kinds: Sequence[str] = ()
+    ) -> Iterator[EventRow]:
+        """Stored rows in ``seq`` order from ``from_seq``, streamed (EV-13)."""
+        sql = f"{_SELECT} WHERE seq >= ?"
+        params: list[object] = [from_seq]
+        if kinds:
+            sql += f" AND kind IN ({', '.join('?' * len(kinds))})"
+            params.extend(kinds)
+        with self._guard("reading events"):
+            cursor = self._conn.execute(sql + " ORDER BY seq", params)
+            while batch := cursor.fetchmany(_READ_BATCH):
+                for row in batch:
+                    yield EventRow(*row)
+
+    def distinct_kinds(self) -> set[str]:
+        """Every kind stored in the log (cheap: read from the kind index)."""
+        with self._guard("reading event kinds"):
+            return {
+                row[0] for row in self._conn.execute("SELECT DISTINCT kind FROM events")
+            }
+
+    def last_rows(self, count: int) -> list[EventRow]:
+        """The newest ``count`` rows, oldest first."""
+        with self._guard("reading the newest events"):
+            rows = self._conn.execute(
+                "SELECT seq, kind, at, actor, body, prev_hash, hash FROM events "
+                "ORDER BY seq DESC LIMIT ?",
+                (count,),
+            ).fetchall()
+        return [EventRow(*row) for row in reversed(rows)]
+
+    def journal_mode(self) -> str:
+        """The database's journal mode (``wal`` or ``delete``)."""
+        with self._guard("reading the journal mode"):
+            return str(self._conn.execute("PRAGMA journal_mode").fetchone()[0])
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        self._conn.close()

@@ -1,0 +1,94 @@
+"""Shared test fixtures: hypothesis profiles and a minimal run factory."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from ledger.clock import Clock
+from ledger.files import publish_json
+from ledger.jsonl import encode_rows
+from ledger.lock import RunLock
+from ledger.run import Ledger
+
+# Hypothesis profiles (house style): "dev" is fast and the default; CI sets
+# ROLLOUT_LEDGER_HYPOTHESIS=ci for a more thorough run.
+settings.register_profile(
+    "dev", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "ci", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("ROLLOUT_LEDGER_HYPOTHESIS", "dev"))
+
+
+class MinimalManifest:
+    """The least a ``Ledger.create`` test needs of a manifest (ID-30 fields)."""
+
+    def __init__(self, rows: list[dict[str, Any]], *, config_digest: str = "c" * 64):
+        self.materialized_digest = hashlib.sha256(encode_rows(rows)).hexdigest()
+        self.identity: Mapping[str, Any] | None = {"model": "m"}
+        self._fields = {
+            "run_id": "0" * 32,
+            "created_at": "2026-01-01T00:00:00.000000Z",
+            "materialized_digest": self.materialized_digest,
+            "config_digest": config_digest,
+            "max_rollout_attempts": 3,
+        }
+
+    def model_dump(self, *, mode: str = "json") -> dict[str, Any]:
+        return dict(self._fields)
+
+    def write(self, path: Path) -> None:
+        publish_json(path, self._fields)
+        publish_json(path.with_name("identity.json"), self.identity)
+
+
+def input_rows(tasks: int = 3, rollouts: int = 2) -> list[dict[str, Any]]:
+    """Materialized input rows shaped like NeMo Gym's."""
+    return [
+        {
+            "_ng_task_index": task,
+            "_ng_rollout_index": rollout,
+            "agent_ref": {"name": "simple_agent"},
+            "responses_create_params": {
+                "input": [{"role": "user", "content": f"q{task}"}]
+            },
+        }
+        for task in range(tasks)
+        for rollout in range(rollouts)
+    ]
+
+
+RunFactory = Callable[..., Ledger]
+
+
+@pytest.fixture
+def make_run(tmp_path: Path) -> Iterator[RunFactory]:
+    """Create a run under ``tmp_path`` and return its writer ``Ledger`` (lock held)."""
+    opened: list[tuple[RunLock, Ledger]] = []
+
+    def factory(name: str = "rollouts.jsonl", **options: Any) -> Ledger:
+        rows = input_rows()
+        lock = RunLock(tmp_path / name).acquire()
+        led = Ledger.create(
+            tmp_path / name,
+            MinimalManifest(rows),
+            rows,
+            lock=lock,
+            clock=options.pop("clock", Clock(seed=7)),
+            **options,
+        )
+        opened.append((lock, led))
+        return led
+
+    yield factory
+    for lock, led in opened:
+        led.close()
+        lock.release()

@@ -1,0 +1,144 @@
+"""EV-40..EV-42 and R-2: one owner per run, a stable lock file, no nesting."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from ledger.errors import LedgerError, LockHeld
+from ledger.lock import RunLock
+
+HOLD = textwrap.dedent(
+    """
+    import sys, time
+    from ledger.lock import RunLock
+    lock = RunLock(sys.argv[1], checkpoint_dir=sys.argv[2] or None).acquire()
+    print("held", flush=True)
+    time.sleep(float(sys.argv[3]))
+    """
+)
+
+RACE = textwrap.dedent(
+    """
+    import sys, time
+    from ledger.errors import LockHeld
+    from ledger.lock import RunLock
+    start = float(sys.argv[2])
+    while time.time() < start:
+        pass
+    try:
+        lock = RunLock(sys.argv[1]).acquire()
+    except LockHeld as exc:
+        print("held-by-other", exc.holder, flush=True)
+        sys.exit(4)
+    print("owner", flush=True)
+    time.sleep(1.0)
+    """
+)
+
+
+def start_holder(out: Path, *, checkpoint: Path | None = None, seconds: float = 30):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(out), str(checkpoint or ""), str(seconds)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_ev_40_a_second_owner_gets_lock_held_naming_pid_host_and_start(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "r.jsonl"
+    holder = start_holder(out)
+    try:
+        with pytest.raises(LockHeld) as caught:
+            RunLock(out).acquire()
+        assert f"pid {holder.pid}" in str(caught.value)
+        assert " on host " in str(caught.value)
+        assert " since " in str(caught.value)
+        assert caught.value.path == str(tmp_path / "r_ledger" / "run.lock")
+    finally:
+        holder.kill()
+        holder.communicate()
+
+
+def test_ev_41_a_lock_left_by_a_killed_process_does_not_block(tmp_path: Path) -> None:
+    out = tmp_path / "r.jsonl"
+    holder = start_holder(out)
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.communicate()
+    lock_file = tmp_path / "r_ledger" / "run.lock"
+    inode = lock_file.stat().st_ino
+    with RunLock(out) as lock:
+        assert lock.held
+        assert f"pid {os.getpid()}" in lock_file.read_text()
+    assert lock_file.stat().st_ino == inode  # never unlinked, never replaced
+
+
+def test_r_2_two_processes_race_and_exactly_one_owns_the_run(tmp_path: Path) -> None:
+    out = tmp_path / "r.jsonl"
+    RunLock(out).acquire().release()  # the folder exists; both race on flock alone
+    start = time.time() + 0.5
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACE, str(out), str(start)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outputs = [proc.communicate(timeout=30)[0] for proc in procs]
+    assert sorted(proc.returncode for proc in procs) == [0, 4], outputs
+    assert sum(line.startswith("owner") for line in outputs) == 1
+
+
+def test_ev_40_checkpoint_folder_is_locked_too(tmp_path: Path) -> None:
+    checkpoint = tmp_path / "ckpt"
+    holder = start_holder(tmp_path / "a.jsonl", checkpoint=checkpoint)
+    try:
+        # Another output may not share the checkpoint folder ...
+        with pytest.raises(LockHeld, match=r"\.collector\.lock"):
+            RunLock(tmp_path / "b.jsonl", checkpoint_dir=checkpoint).acquire()
+        # ... and a failed acquisition leaves no lock of its own behind.
+        with RunLock(tmp_path / "b.jsonl") as lock:
+            assert lock.held
+    finally:
+        holder.kill()
+        holder.communicate()
+
+
+def test_ev_41_locks_do_not_nest_in_one_process(tmp_path: Path) -> None:
+    out = tmp_path / "r.jsonl"
+    with RunLock(out) as lock:
+        with pytest.raises(LockHeld, match="do not nest"):
+            RunLock(out).acquire()
+        with pytest.raises(LockHeld, match="do not nest"):
+            lock.acquire()
+    with RunLock(out):  # released: it may be taken again
+        pass
+
+
+def test_ev_41_the_lock_file_is_never_opened_through_a_symlink(tmp_path: Path) -> None:
+    out = tmp_path / "r.jsonl"
+    (tmp_path / "r_ledger").mkdir()
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("precious\n")
+    (tmp_path / "r_ledger" / "run.lock").symlink_to(target)
+    with pytest.raises(LedgerError, match="symbolic link"):
+        RunLock(out).acquire()
+    assert target.read_text() == "precious\n"
+
+
+def test_ev_40_the_lock_creates_the_ledger_folder(tmp_path: Path) -> None:
+    out = tmp_path / "deep" / "r.jsonl"
+    with RunLock(out):
+        assert (tmp_path / "deep" / "r_ledger" / "run.lock").is_file()
