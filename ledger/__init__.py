@@ -5,7 +5,8 @@ configuration identity and the manifest, and the row facts. Everything not
 listed in ``__all__`` is private and may move.
 """
 
-from ledger import events
+from ledger import events, facts_rules
+from ledger.async_recorder import AsyncRecorder
 from ledger.clock import Clock
 from ledger.errors import (
     ConcurrencyConflict,
@@ -18,24 +19,89 @@ from ledger.errors import (
     RowError,
     UnknownEvent,
 )
+from ledger.facts import RowFacts
+from ledger.failure_kinds import FAILURE_KINDS, is_namespaced, is_registered, side
 from ledger.files import atomic_replace, publish_json
+from ledger.judge import JudgeAdmission
 from ledger.lock import RunLock
+from ledger.policy import RecoveryPolicy
+from ledger.rows import (
+    NG_NO_GENERATION_METADATA,
+    applied_result_class,
+    faults_own_window,
+    final_context,
+    has_native_partial,
+    has_recorded_grade,
+    has_saved_generation,
+    is_final_agent_timeout,
+    is_infrastructure_agent_timeout,
+    is_server_fault_call,
+    keeps_response,
+    keeps_saved_answer,
+    kind_is,
+    masked_candidate_kind,
+    masked_infrastructure_kind,
+    masked_kept_answer_kind,
+    masked_regrade_kind,
+    masked_without_artifact_kind,
+    model_calls,
+    rollout_id,
+    rollout_wallclock,
+    route_failure,
+    row_facts,
+    sandbox_or_tool_fault,
+    selected_failure_kind,
+)
 from ledger.run import Ledger
 
 __all__ = [
+    "FAILURE_KINDS",
+    "NG_NO_GENERATION_METADATA",
+    "AsyncRecorder",
     "Clock",
     "ConcurrencyConflict",
     "ConfigError",
     "CorruptLedger",
     "IdentityMismatch",
+    "JudgeAdmission",
     "Ledger",
     "LedgerError",
     "LockHeld",
     "RecoveryIncomplete",
+    "RecoveryPolicy",
     "RowError",
+    "RowFacts",
     "RunLock",
     "UnknownEvent",
+    "applied_result_class",
     "atomic_replace",
     "events",
+    "facts_rules",
+    "faults_own_window",
+    "final_context",
+    "has_native_partial",
+    "has_recorded_grade",
+    "has_saved_generation",
+    "is_final_agent_timeout",
+    "is_infrastructure_agent_timeout",
+    "is_namespaced",
+    "is_registered",
+    "is_server_fault_call",
+    "keeps_response",
+    "keeps_saved_answer",
+    "kind_is",
+    "masked_candidate_kind",
+    "masked_infrastructure_kind",
+    "masked_kept_answer_kind",
+    "masked_regrade_kind",
+    "masked_without_artifact_kind",
+    "model_calls",
     "publish_json",
+    "rollout_id",
+    "rollout_wallclock",
+    "route_failure",
+    "row_facts",
+    "sandbox_or_tool_fault",
+    "selected_failure_kind",
+    "side",
 ]
