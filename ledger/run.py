@@ -2,91 +2,40 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol, Self
-
-import msgspec
+from typing import Any, Self
 
 from ledger.chain import ChainBreak, first_chain_break
 from ledger.clock import Clock
-from ledger.errors import CorruptLedger, LedgerError, UnknownEvent
-from ledger.events import (
-    KINDS,
-    Event,
-    RunCreated,
-    StoredEvent,
-    decode_body,
-    encode_body,
-    kind_of,
+from ledger.create import (
+    ManifestLike,
+    PolicyLike,
+    build_database,
+    refuse_existing_run,
+    run_created_body,
 )
-from ledger.files import fsync_dir
+from ledger.errors import CorruptLedger, LedgerError, UnknownEvent
+from ledger.events import KINDS, Event, RunCreated, StoredEvent, encode_body, kind_of
 from ledger.lock import RunLock
-from ledger.materialize import MaterializedInputs, write_materialized
+from ledger.materialize import write_materialized
 from ledger.paths import RunPaths
+from ledger.recorder import Recorder
+from ledger.recording import RecordingMixin
+from ledger.repair import PendingRepair, pending_repairs, repair
 from ledger.store import EventRow, NewEvent, SQLiteStore
+from ledger.stored import decode_row, stored_from_row
+from ledger.write_index import INDEX_KINDS, WriteIndex
 
 __all__ = ["Ledger", "ManifestLike", "PolicyLike"]
 
 log = logging.getLogger("ledger")
 
 
-class ManifestLike(Protocol):
-    """What ``Ledger.create`` needs of a manifest (``RunManifest`` provides it)."""
-
-    @property
-    def materialized_digest(self) -> str: ...
-
-    @property
-    def identity(self) -> Mapping[str, Any] | None: ...
-
-    def model_dump(self, *, mode: str = ...) -> dict[str, Any]: ...
-
-    def write(self, path: Path) -> None: ...
-
-
-class PolicyLike(Protocol):
-    """What ``Ledger.create`` needs of a policy (``RecoveryPolicy`` provides it)."""
-
-    def model_dump(self, *, mode: str = ...) -> dict[str, Any]: ...
-
-
-def decode_row(row: EventRow, *, path: Path | None = None) -> StoredEvent:
-    """Decode one stored row; an unknown kind raises :class:`UnknownEvent` (EV-3)."""
-    if row.kind not in KINDS:
-        raise UnknownEvent(seq=row.seq, kind=row.kind, path=path)
-    try:
-        body = decode_body(bytes(row.body))
-    except msgspec.DecodeError as exc:
-        raise CorruptLedger(
-            f"event seq {row.seq} ({row.kind}) does not decode: {exc}; "
-            "run `rollout-ledger verify` to see what changed",
-            seq=row.seq,
-            path=path,
-        ) from exc
-    if kind_of(body) != row.kind:
-        raise CorruptLedger(
-            f"event seq {row.seq} is stored as {row.kind!r} but its body is "
-            f"{kind_of(body)!r}",
-            seq=row.seq,
-            path=path,
-        )
-    return StoredEvent(
-        seq=row.seq,
-        kind=row.kind,
-        at=row.at,
-        actor=row.actor,
-        body=body,
-        prev_hash=bytes(row.prev_hash),
-        hash=bytes(row.hash),
-    )
-
-
-class Ledger:
+class Ledger(RecordingMixin):
     """One run's event log (EV-10..EV-14).
 
     ``Ledger.create`` starts a run; ``Ledger.open`` opens one, as a writer when
@@ -101,6 +50,9 @@ class Ledger:
         self.paths = paths
         self.lock = lock
         self.clock = clock
+        # One writer thread at a time: AsyncRecorder commits from a worker thread.
+        self._write_lock = threading.Lock()
+        self._recorder: Recorder | None = None
 
     # -- opening -----------------------------------------------------------
 
@@ -119,11 +71,11 @@ class Ledger:
         """Start a run: materialized inputs, ``ledger.db`` with ``run_created``."""
         paths = RunPaths.of(out)
         _require_lock(lock, paths)
-        _refuse_existing_run(paths)
+        refuse_existing_run(paths)
         inputs = write_materialized(paths, rows, manifest.materialized_digest)
         clock = clock or Clock()
-        _build_database(
-            paths, _run_created(manifest, policy, inputs), clock, journal_mode
+        build_database(
+            paths, run_created_body(manifest, policy, inputs), clock, journal_mode
         )
         led = cls.open(paths.out, lock=lock, clock=clock)
         try:
@@ -141,14 +93,33 @@ class Ledger:
         paths = RunPaths.of(out)
         if lock is not None:
             _require_lock(lock, paths)
+        _refuse_files_without_ledger(paths)
         store = SQLiteStore.open(paths.db, writable=lock is not None)
         led = cls(store, paths, lock=lock, clock=clock or Clock())
         try:
             led._check_saved_work()
+            if led.writable:
+                led._start_recorder()
         except BaseException:
             led.close()
             raise
         return led
+
+    def _start_recorder(self) -> None:
+        index = self.write_index()
+        self._recorder = Recorder(self.paths, index, self._append_as, self.clock.new_id)
+        repair(self.paths, self._recorder)  # EV-12, before anything else
+
+    def _append_as(self, bodies: Sequence[Event], actor: str) -> list[StoredEvent]:
+        return self.append_many(bodies, actor=actor)
+
+    def write_index(self) -> WriteIndex:
+        """Fold the bookkeeping of releases, reservations and file ends (REC-3)."""
+        return WriteIndex.build(self.events(1, kinds=INDEX_KINDS))
+
+    def pending_repairs(self) -> list[PendingRepair]:
+        """Unrecorded rows and torn lines a writer's open would repair (EV-12)."""
+        return pending_repairs(self.paths, self.write_index())
 
     def _check_saved_work(self) -> None:
         # EV-12 / REC-51: refuse unknown or corrupt saved work before anything.
@@ -157,6 +128,12 @@ class Ledger:
             first = next(self._store.rows(kinds=unknown))
             raise UnknownEvent(seq=first.seq, kind=first.kind, path=self.paths.db)
         self._check_head()
+        if not self.paths.materialized.is_file():
+            raise CorruptLedger(  # REC-51: a ledger whose collector files are missing
+                f"{self.paths.materialized} is missing; the run cannot be resumed "
+                "without its materialized inputs",
+                path=self.paths.materialized,
+            )
 
     def _check_head(self) -> None:
         tail = self._store.last_rows(2)
@@ -196,8 +173,14 @@ class Ledger:
         """Append ``bodies`` in one transaction (group commit, EV-11)."""
         self._require_writer()
         new = [self._new_event(body, actor) for body in bodies]
-        rows = self._store.append_many(new, expected_seq=expected_seq)
-        return [_stored(row, body) for row, body in zip(rows, bodies, strict=True)]
+        with self._write_lock:
+            rows = self._store.append_many(new, expected_seq=expected_seq)
+            if self._recorder is not None:
+                for body in bodies:  # keep the write index in step with the log
+                    self._recorder.index.apply(body)
+        return [
+            stored_from_row(row, body) for row, body in zip(rows, bodies, strict=True)
+        ]
 
     def _new_event(self, body: Event, actor: str) -> NewEvent:
         return NewEvent(kind_of(body), self.clock.now(), actor, encode_body(body))
@@ -249,7 +232,9 @@ class Ledger:
     # -- closing -------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the database (the lock stays with its owner)."""
+        """Close the database and the collector files (the lock stays held)."""
+        if self._recorder is not None:
+            self._recorder.close()
         self._store.close()
 
     def __enter__(self) -> Self:
@@ -264,18 +249,6 @@ class Ledger:
         self.close()
 
 
-def _stored(row: EventRow, body: Event) -> StoredEvent:
-    return StoredEvent(
-        seq=row.seq,
-        kind=row.kind,
-        at=row.at,
-        actor=row.actor,
-        body=body,  # type: ignore[arg-type]
-        prev_hash=row.prev_hash,
-        hash=row.hash,
-    )
-
-
 def _require_lock(lock: RunLock, paths: RunPaths) -> None:
     if not lock.held:
         raise LedgerError(
@@ -287,59 +260,14 @@ def _require_lock(lock: RunLock, paths: RunPaths) -> None:
         )
 
 
-def _refuse_existing_run(paths: RunPaths) -> None:
-    # A lock file alone does not count (CLI-2); the materialized inputs may
-    # exist from a create that died before its database (write_materialized
-    # accepts them only when byte-identical).
-    for path in (paths.db, paths.out, paths.sidecar):
-        if path.exists():
-            raise LedgerError(
-                f"{path} exists: this run was started already; continue it with "
-                "`rollout-ledger resume`, or bring an older run in with "
-                "`rollout-ledger import`"
-            )
-
-
-def _build_database(
-    paths: RunPaths, first: RunCreated, clock: Clock, journal_mode: str
-) -> None:
-    # The database appears under its name only once it holds run_created, so a
-    # create killed at any instant leaves either no run or a whole one.
-    building = paths.db.with_name(paths.db.name + ".creating")
-    for leftover in (building, *_sidecars_of(building)):
-        leftover.unlink(missing_ok=True)  # a create that died; we hold the lock
-    store = SQLiteStore.create(building, journal_mode=journal_mode)
-    try:
-        store.append_many(
-            [NewEvent("run_created", clock.now(), "create", encode_body(first))]
+def _refuse_files_without_ledger(paths: RunPaths) -> None:
+    # REC-51: collector files with no ledger are an older run: import it.
+    if paths.db.exists():
+        return
+    found = [p for p in (paths.out, paths.sidecar) if p.exists()]
+    if found:
+        raise CorruptLedger(
+            f"{found[0]} exists but {paths.db} does not: this run was saved without "
+            f"a ledger; bring it in with `rollout-ledger import {paths.out}`",
+            path=paths.db,
         )
-    finally:
-        store.close()  # the last connection checkpoints and removes the WAL
-    try:
-        os.replace(building, paths.db)
-        fsync_dir(paths.ledger_dir)
-    except OSError as exc:
-        raise LedgerError(f"could not create {paths.db}: {exc.strerror}") from exc
-
-
-def _sidecars_of(db: Path) -> tuple[Path, ...]:
-    return tuple(
-        db.with_name(db.name + suffix) for suffix in ("-wal", "-shm", "-journal")
-    )
-
-
-def _run_created(
-    manifest: ManifestLike, policy: PolicyLike | None, inputs: MaterializedInputs
-) -> RunCreated:
-    fields = manifest.model_dump(mode="json")
-    known = set(RunCreated.__struct_fields__)
-    body = {key: value for key, value in fields.items() if key in known}
-    body["identity"] = None if manifest.identity is None else dict(manifest.identity)
-    body["policy"] = {} if policy is None else policy.model_dump(mode="json")
-    body["index"] = inputs.entries
-    return msgspec.convert(body, RunCreated)
-
-
-def sha256_hex(data: bytes) -> str:
-    """The sha256 of ``data`` as lowercase hex."""
-    return hashlib.sha256(data).hexdigest()

@@ -89,6 +89,8 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 
 def _translate(exc: sqlite3.Error, path: Path, doing: str) -> LedgerError:
+    if isinstance(exc, sqlite3.ProgrammingError):
+        return LedgerError(f"{path}: {exc} (while {doing}); open the run again")
     if isinstance(exc, sqlite3.DatabaseError) and "not a database" in str(exc):
         return CorruptLedger(f"{path} is not an SQLite database ({exc})", path=path)
     if "locked" in str(exc) or "busy" in str(exc):

@@ -1,0 +1,360 @@
+"""The recorder: reserve attempts, write rows, then append their events (EV-12, REC-3).
+
+Every write goes through two steps. ``prepare_*`` checks one operation against
+the write index (plus what the same batch already staged) and builds its event,
+and the bytes to write, without touching anything. ``commit`` then writes the
+rows (appended, flushed and fsynced, in order), and appends every event in one
+transaction: rows before their events, so a crash leaves at worst rows that
+the next writer open records (EV-12), never an event pointing at nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from ledger.errors import (
+    ConfigError,
+    CorruptLedger,
+    IdentityMismatch,
+    LedgerError,
+    RowError,
+)
+from ledger.events import (
+    AttemptReserved,
+    Event,
+    FailureSaved,
+    JudgeAdmitted,
+    JudgeOutcomeSaved,
+    Location,
+    OmissionSaved,
+    ResultSaved,
+    StoredEvent,
+)
+from ledger.jsonl import encode_row
+from ledger.paths import RunPaths
+from ledger.row_facts import row_facts
+from ledger.rows_kinds import row_route, selected_failure_kind
+from ledger.write_index import Attempt, FileEnd, WriteIndex
+
+__all__ = ["Prepared", "Recorder", "Staged"]
+
+_REASON_LIMIT = 2000
+
+
+@dataclass
+class Prepared:
+    """One checked operation: its event, and the row bytes to write first (if any)."""
+
+    body: Event
+    file: str | None = None
+    data: bytes = b""
+    result: Any = None
+
+
+@dataclass
+class Staged:
+    """What earlier operations of the same batch already claimed."""
+
+    reserved: set[Attempt] = field(default_factory=set)
+    admitted: set[Attempt] = field(default_factory=set)
+    closed: set[str] = field(default_factory=set)
+    ends: dict[str, FileEnd] = field(default_factory=dict)
+
+
+def _int(row: Mapping[str, Any], key: str, default: int | None = None) -> int:
+    value = row.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise RowError(f"the row has no integer {key} >= 0 (found {value!r})", key=key)
+    return value
+
+
+def _encode(row: Mapping[str, Any]) -> bytes:
+    try:
+        return encode_row(row)
+    except (TypeError, ValueError) as exc:
+        raise RowError(f"the row cannot be written as JSON: {exc}") from exc
+
+
+def _mutable(row: object) -> MutableMapping[str, Any]:
+    if not isinstance(row, MutableMapping):
+        raise RowError(
+            f"a row must be a JSON object (a dict), not {type(row).__name__}"
+        )
+    return row
+
+
+class Recorder:
+    """The writer's side of one run: the write index and the collector files."""
+
+    def __init__(
+        self,
+        paths: RunPaths,
+        index: WriteIndex,
+        append: Callable[[Sequence[Event], str], list[StoredEvent]],
+        new_id: Callable[[], str],
+        *,
+        durable: bool = True,
+    ) -> None:
+        self.paths = paths
+        self.index = index
+        self._append = append
+        self._new_id = new_id
+        self._durable = durable
+        self._handles: dict[str, IO[bytes]] = {}
+        self._broken: str | None = None
+        #: Held around prepare-and-commit, so a batch sees a stable index.
+        self.lock = threading.RLock()
+        self.out_name = paths.relative(paths.out)
+        self.sidecar_name = paths.relative(paths.sidecar)
+
+    # -- checks shared by the operations -----------------------------------
+
+    def _key(self, row: Mapping[str, Any]) -> tuple[int, int]:
+        key = (_int(row, "_ng_task_index"), _int(row, "_ng_rollout_index"))
+        if key not in self.index.keys:
+            # ID-40: a row whose key is not materialized does not belong here.
+            raise IdentityMismatch(
+                f"task {key[0]}, rollout {key[1]} is not among this run's "
+                "materialized rows",
+                keys=("_ng_task_index", "_ng_rollout_index"),
+            )
+        return key
+
+    def _check_run_id(self, row: Mapping[str, Any]) -> None:
+        run_id = row.get("_ng_run_id")
+        if run_id is not None and run_id != self.index.run_id:
+            raise IdentityMismatch(  # ID-40
+                f"the row's _ng_run_id {run_id!r} is not this run's "
+                f"{self.index.run_id!r}",
+                keys=("_ng_run_id",),
+            )
+
+    # -- prepare -----------------------------------------------------------
+
+    def prepare_reserve(self, row: object, staged: Staged) -> Prepared:
+        """REC-3: a released attempt, reserved once, stamped on the row."""
+        target = _mutable(row)
+        self._check_run_id(target)
+        task, rollout = self._key(target)
+        default = self.index.released_by_key.get((task, rollout), 0)
+        attempt = (task, rollout, _int(target, "_ng_attempt_index", default))
+        if attempt not in self.index.released:
+            raise ConfigError(
+                f"attempt {attempt[2]} of task {task}, rollout {rollout} is not "
+                "released: run `rollout-ledger resume` (or replan) for the current plan"
+            )
+        if attempt in self.index.reserved or attempt in staged.reserved:
+            raise ConfigError(
+                f"attempt {attempt[2]} of task {task}, rollout {rollout} is already "
+                "reserved; an attempt is reserved once"
+            )
+        staged.reserved.add(attempt)
+        target["_ng_attempt_index"] = attempt[2]
+        target["_ng_run_id"] = self.index.run_id
+        body = AttemptReserved(
+            task=task, rollout=rollout, attempt=attempt[2], run_id=self.index.run_id
+        )
+        return Prepared(body, result=attempt[2])
+
+    def prepare_record(
+        self, row: object, staged: Staged, *, raw: bytes | None = None
+    ) -> Prepared | None:
+        """Routing of rows.md: nothing, the sidecar, or ``OUT``; then its event.
+
+        ``raw`` is the row's bytes as already written (EV-12 repair): they are
+        located and hashed as they are, and written nowhere again.
+        """
+        source = _mutable(row)
+        route = row_route(source)
+        if route == "nowhere":
+            return None  # _ng_no_persist: the reservation alone is the evidence
+        rejudgment = source.get("_ng_rejudgment")
+        if isinstance(rejudgment, Mapping) and "admission_id" in rejudgment:
+            admission = str(rejudgment["admission_id"])
+            return self.prepare_judgment_row(admission, source, staged, raw=raw)
+        if raw is not None and source.get("_ng_run_id") != self.index.run_id:
+            raise IdentityMismatch(  # EV-12: repair records only this run's attempts
+                f"its _ng_run_id {source.get('_ng_run_id')!r} is not this run's",
+                keys=("_ng_run_id",),
+            )
+        self._check_run_id(source)
+        task, rollout = self._key(source)
+        attempt = _int(source, "_ng_attempt_index", 0)
+        if (task, rollout, attempt) not in self.index.reserved | staged.reserved:
+            raise ConfigError(
+                f"attempt {attempt} of task {task}, rollout {rollout} was not reserved "
+                "in this run; reserve each attempt before sending its request"
+            )
+        data = _encode(source) if raw is None else raw
+        file = self.out_name if route == "result" else self.sidecar_name
+        location, line = self._locate(file, data, staged)
+        key = {"task": task, "rollout": rollout, "attempt": attempt}
+        body: Event
+        if route == "result":
+            body = ResultSaved(**key, location=location, facts=row_facts(source))
+        elif route == "omission":
+            reason = str(source.get("_ng_failure_message") or "")[:_REASON_LIMIT]
+            body = OmissionSaved(
+                **key, location=location, sidecar_line=line, reason=reason
+            )
+        else:
+            body = FailureSaved(
+                **key, location=location, sidecar_line=line, facts=row_facts(source)
+            )
+        return Prepared(body, file=file, data=data)
+
+    def prepare_admit(
+        self, task: int, rollout: int, attempt: int, judge: str, staged: Staged
+    ) -> Prepared:
+        """REC-30: admit a released re-judgment, once, before the judge call."""
+        key = (task, rollout, attempt)
+        if key not in self.index.released_rejudge:
+            raise ConfigError(
+                f"attempt {attempt} of task {task}, rollout {rollout} is not released "
+                "for re-judgment: run `rollout-ledger resume` for the current plan"
+            )
+        if key in self.index.admitted_since_release or key in staged.admitted:
+            raise ConfigError(
+                f"the re-judgment of attempt {attempt} of task {task}, rollout "
+                f"{rollout} is already admitted"
+            )
+        staged.admitted.add(key)
+        body = JudgeAdmitted(
+            admission_id=self._new_id(),
+            task=task,
+            rollout=rollout,
+            attempt=attempt,
+            judge=judge,
+        )
+        return Prepared(body)
+
+    def prepare_judgment_row(
+        self,
+        admission_id: str,
+        row: MutableMapping[str, Any],
+        staged: Staged,
+        *,
+        raw: bytes | None = None,
+    ) -> Prepared:
+        """REC-30: the re-judgment's row, graded to ``OUT`` or failed to the sidecar."""
+        if (
+            admission_id not in self.index.open_admissions
+            or admission_id in staged.closed
+        ):
+            raise ConfigError(
+                f"judge admission {admission_id!r} is not open in this run; admit the "
+                "re-judgment before calling the judge"
+            )
+        staged.closed.add(admission_id)
+        row["_ng_rejudgment"] = {"admission_id": admission_id}
+        graded = row_route(row) == "result" and _grade(row) is not None
+        data = _encode(row) if raw is None else raw
+        file = self.out_name if graded else self.sidecar_name
+        location, line = self._locate(file, data, staged)
+        body = JudgeOutcomeSaved(
+            admission_id=admission_id,
+            outcome="graded" if graded else "failed",
+            reward=_grade(row) if graded else None,
+            failure_kind=None if graded else _failed_kind(row),
+            location=location,
+            sidecar_line=None if graded else line,
+        )
+        return Prepared(body, file=file, data=data)
+
+    def _locate(self, file: str, data: bytes, staged: Staged) -> tuple[Location, int]:
+        recorded = self.index.end_of(file)
+        end = staged.ends.setdefault(file, FileEnd(recorded.offset, recorded.lines))
+        location = Location(
+            file=file,
+            offset=end.offset,
+            length=len(data),
+            row_sha256=hashlib.sha256(data).hexdigest(),
+        )
+        line = end.lines
+        end.offset += len(data)
+        end.lines += 1
+        return location, line
+
+    # -- commit ------------------------------------------------------------
+
+    def commit(
+        self, ops: Sequence[Prepared], *, actor: str, written: bool = False
+    ) -> list[StoredEvent]:
+        """Write the rows in order, make them durable, then append every event.
+
+        ``written`` says the rows are in their files already (EV-12 repair).
+        """
+        if self._broken is not None:
+            raise LedgerError(self._broken)
+        if not ops:
+            return []
+        try:
+            if not written:
+                self._write_rows(ops)
+        except OSError as exc:
+            self._broken = (
+                f"writing a row failed ({exc.strerror or exc}); this writer stops: "
+                "reopen the run to repair what was written"
+            )
+            raise LedgerError(self._broken) from exc
+        # The ledger folds every appended body into the index (Ledger.append_many).
+        return self._append([op.body for op in ops], actor)
+
+    def _write_rows(self, ops: Sequence[Prepared]) -> None:
+        touched: dict[str, IO[bytes]] = {}
+        for op in ops:
+            if op.file is None:
+                continue
+            handle = self._handle(op.file)
+            offset = op.body.location.offset  # type: ignore[attr-defined]
+            if handle.tell() != offset:
+                raise CorruptLedger(
+                    f"{op.file} is {handle.tell()} bytes, but its recorded rows end at "
+                    f"{offset}: another process wrote to it; run "
+                    "`rollout-ledger verify`",
+                    path=self.paths.folder / op.file,
+                )
+            handle.write(op.data)
+            touched[op.file] = handle
+        for handle in touched.values():
+            handle.flush()
+            if self._durable:
+                os.fsync(handle.fileno())
+
+    def _handle(self, file: str) -> IO[bytes]:
+        if file not in self._handles:
+            handle = open(self.paths.folder / file, "ab")  # noqa: SIM115 - kept open
+            handle.seek(0, os.SEEK_END)
+            self._handles[file] = handle
+        return self._handles[file]
+
+    def close(self) -> None:
+        """Close the collector files."""
+        for handle in self._handles.values():
+            handle.close()
+        self._handles.clear()
+
+
+def _grade(row: Mapping[str, Any]) -> float | None:
+    reward = row.get("reward")
+    if isinstance(reward, bool) or not isinstance(reward, int | float):
+        return None
+    if (
+        row.get("mask_sample") is True
+        or reward != reward
+        or abs(reward) == float("inf")
+    ):
+        return None
+    return float(reward)
+
+
+def _failed_kind(row: Mapping[str, Any]) -> str | None:
+    kind = selected_failure_kind(row)
+    if kind is None and isinstance(row.get("failure_kind"), str):
+        return str(row["failure_kind"])
+    return kind

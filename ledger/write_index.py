@@ -1,0 +1,114 @@
+"""The writer's bookkeeping: releases, reservations, admissions and file ends (REC-3).
+
+This is not a decision: it only remembers what the log says was released,
+reserved and admitted, so the recorder can refuse to run what recovery has
+closed, and where each collector file's recorded bytes end (EV-12).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ledger.events import (
+    AttemptReserved,
+    AttemptsReleased,
+    FailureSaved,
+    JudgeAdmitted,
+    JudgeOutcomeSaved,
+    Location,
+    OmissionSaved,
+    ResultSaved,
+    ResumeStarted,
+    RunCreated,
+    StoredEvent,
+)
+
+__all__ = ["Attempt", "FileEnd", "WriteIndex"]
+
+Attempt = tuple[int, int, int]
+
+#: The kinds the index folds; the writer reads only these on open.
+INDEX_KINDS = (
+    "run_created",
+    "attempts_released",
+    "resume_started",
+    "attempt_reserved",
+    "judge_admitted",
+    "judge_outcome_saved",
+    "result_saved",
+    "failure_saved",
+    "omission_saved",
+)
+
+
+@dataclass
+class FileEnd:
+    """Where the recorded bytes of one collector file end, and its line count."""
+
+    offset: int = 0
+    lines: int = 0
+
+
+@dataclass
+class WriteIndex:
+    """What the log says is released, reserved, admitted and recorded."""
+
+    run_id: str = ""
+    keys: dict[tuple[int, int], int] = field(default_factory=dict)  # key -> line
+    released: set[Attempt] = field(default_factory=set)
+    released_by_key: dict[tuple[int, int], int] = field(default_factory=dict)
+    released_rejudge: set[Attempt] = field(default_factory=set)
+    reserved: set[Attempt] = field(default_factory=set)
+    admitted_since_release: set[Attempt] = field(default_factory=set)
+    open_admissions: dict[str, Attempt] = field(default_factory=dict)
+    ends: dict[str, FileEnd] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, events: Iterable[StoredEvent]) -> WriteIndex:
+        """Fold the index from stored events of the INDEX_KINDS, in seq order."""
+        index = cls()
+        for event in events:
+            index.apply(event.body)
+        return index
+
+    def apply(self, body: object) -> None:
+        """Fold one event body into the index."""
+        if isinstance(body, RunCreated):
+            self.run_id = body.run_id
+            self.keys = {(e[0], e[1]): line for line, e in enumerate(body.index, 1)}
+        elif isinstance(body, ResumeStarted):
+            # REC-3: a release holds until the next resume_started.
+            self.released.clear()
+            self.released_by_key.clear()
+            self.released_rejudge.clear()
+            self.admitted_since_release.clear()
+        elif isinstance(body, AttemptsReleased):
+            self.released.update(body.dispatch)
+            self.released_by_key.update({(t, r): a for t, r, a in body.dispatch})
+            self.released_rejudge.update(body.rejudge)
+            self.admitted_since_release.difference_update(body.rejudge)
+        elif isinstance(body, AttemptReserved):
+            self.reserved.add((body.task, body.rollout, body.attempt))
+        elif isinstance(body, JudgeAdmitted):
+            attempt = (body.task, body.rollout, body.attempt)
+            self.open_admissions[body.admission_id] = attempt
+            self.admitted_since_release.add(attempt)
+        elif isinstance(body, JudgeOutcomeSaved):
+            self.open_admissions.pop(body.admission_id, None)
+            self._advance(body.location, body.sidecar_line)
+        elif isinstance(body, FailureSaved | OmissionSaved):
+            self._advance(body.location, body.sidecar_line)
+        elif isinstance(body, ResultSaved):
+            self._advance(body.location, None)
+
+    def _advance(self, location: Location, line: int | None) -> None:
+        end = self.ends.setdefault(location.file, FileEnd())
+        end.offset = max(end.offset, location.offset + location.length)
+        # The sidecar's 0-based line is stored (an import may have left
+        # unrecorded lines before it); results count their own rows.
+        end.lines = line + 1 if line is not None else end.lines + 1
+
+    def end_of(self, file: str) -> FileEnd:
+        """The recorded end of ``file`` (zero when nothing was recorded there)."""
+        return self.ends.get(file, FileEnd())
