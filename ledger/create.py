@@ -15,6 +15,7 @@ from ledger.events import RunCreated, encode_body
 from ledger.files import fsync_dir
 from ledger.materialize import MaterializedInputs
 from ledger.paths import RunPaths
+from ledger.policy import DEFAULT_POLICY
 from ledger.store import NewEvent, SQLiteStore
 
 __all__ = [
@@ -94,6 +95,7 @@ def run_created_body(
     known = set(RunCreated.__struct_fields__)
     body = {key: value for key, value in fields.items() if key in known}
     body["identity"] = None if manifest.identity is None else dict(manifest.identity)
-    body["policy"] = {} if policy is None else policy.model_dump(mode="json")
+    # REC-61: without a policy of its own, a run records the shared defaults.
+    body["policy"] = (policy or DEFAULT_POLICY).model_dump(mode="json")
     body["index"] = inputs.entries
     return msgspec.convert(body, RunCreated)

@@ -1,0 +1,137 @@
+"""REC-20's branches 4 and 5 applied to one outcome's own facts, under a policy.
+
+The fold classifies each recorded outcome once, so a rollout keeps a compact
+code per outcome rather than its decoded facts (P-3), and REC-13's "counted"
+and REC-4's "free" are read off the same classification that decides.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ledger import facts_rules
+from ledger.facts import RowFacts
+from ledger.failure_kinds import kind_is
+from ledger.policy import RecoveryPolicy
+
+__all__ = ["Branch", "classify", "is_terminal_failure"]
+
+# What a branch decides (see projections/decide.py):
+#   "complete", "held", "terminal", "free" (a free retry), "retry" (counted,
+#   retry), "rejudge" (counted, re-judge), "infra" (4d/5c: counted, retry; at
+#   the cap infra_cut or exhausted).
+_LIFECYCLE_KINDS = ("cancelled", "shutdown", "kill_shaped")
+
+
+class Branch(tuple[str, str, str, bool, bool]):
+    """``(rule, action, reason, counted, free)`` of one outcome (REC-20, -13, -4)."""
+
+    __slots__ = ()
+
+    @property
+    def rule(self) -> str:
+        """The REC-20 branch, e.g. ``"REC-20.5c"``."""
+        return self[0]
+
+    @property
+    def action(self) -> str:
+        """complete, held, terminal, free, retry, rejudge or infra."""
+        return self[1]
+
+    @property
+    def reason(self) -> str:
+        """The decision's reason (coverage splits, CLI-8)."""
+        return self[2]
+
+    @property
+    def counted(self) -> bool:
+        """REC-13: whether this outcome counts toward the cap."""
+        return self[3]
+
+    @property
+    def free(self) -> bool:
+        """REC-4: whether this outcome is a free attempt."""
+        return self[4]
+
+
+def _branch(rule: str, action: str, reason: str, *, counted: bool = False) -> Branch:
+    return Branch((f"REC-20.{rule}", action, reason, counted, action == "free"))
+
+
+def is_terminal_failure(facts: RowFacts, policy: RecoveryPolicy) -> bool:
+    """REC-14, REC-15: stamped terminal, unless an opted-in timeout."""
+    if not facts.terminal:
+        return False
+    timeout = kind_is(facts.selected_kind, "agent_timeout")
+    # REC-15 never reopens skipped or an omission (5a, a final timeout, comes first).
+    skipped = kind_is(facts.selected_kind, "skipped") or facts.omitted
+    return not (policy.retry_terminal_timeouts and timeout and not skipped)
+
+
+def _result(facts: RowFacts, policy: RecoveryPolicy) -> Branch:
+    if facts_rules.masked_regrade_kind(facts, policy) is not None:
+        return _branch("4a", "rejudge", "regrade", counted=True)
+    if facts_rules.masked_infrastructure_kind(facts, policy) is not None:
+        return _branch("4b", "retry", "failed", counted=True)
+    if facts_rules.masked_kept_answer_kind(facts, policy) is not None:
+        return _branch("4c", "held", "masked_without_artifact")
+    if facts_rules.is_infrastructure_agent_timeout(facts, policy):
+        return _branch("4d", "infra", "failed", counted=True)
+    reason = "graded" if facts.reward is not None else "unscored"
+    return _branch("4e", "complete", reason)
+
+
+def _route(facts: RowFacts, delivery: str) -> Branch:
+    # REC-23: a kept response is never duplicated or replaced, whatever its delivery.
+    if facts.keeps_response:
+        return _branch("5f", "held", "route_kept_response")
+    if delivery == "not_sent":
+        return _branch("5f", "free", "free")
+    return _branch("5f", "retry", "failed", counted=True)
+
+
+def _kept_answer(facts: RowFacts, policy: RecoveryPolicy) -> Branch:
+    if facts.stage == "verification":
+        return _branch("5h", "rejudge", "verification", counted=True)
+    if facts_rules.kind_side(facts, policy) == "model":
+        return _branch("5h", "complete", "settled_zero")
+    return _branch("5h", "held", "kept_answer")
+
+
+def _failure(facts: RowFacts, policy: RecoveryPolicy) -> Branch:
+    if facts_rules.is_final_agent_timeout(facts, policy):
+        grade = facts_rules.has_recorded_grade(facts, policy)
+        return _branch("5a", "complete", "graded_failure" if grade else "settled_zero")
+    if is_terminal_failure(facts, policy):
+        return _branch("5b", "terminal", "terminal")
+    if facts_rules.is_infrastructure_agent_timeout(facts, policy):
+        return _branch("5c", "infra", "failed", counted=True)
+    if facts_rules.has_recorded_grade(facts, policy):
+        return _branch("5d", "complete", "graded_failure")
+    if kind_is(facts.selected_kind, *_LIFECYCLE_KINDS) and not facts.keeps_saved_answer:
+        return _branch("5e", "free", "free")
+    delivery = facts_rules.route_failure(facts)
+    if delivery is not None:
+        return _route(facts, delivery)
+    if facts.keeps_saved_answer and facts_rules.is_regrade(
+        facts.selected_kind, facts.stage, policy
+    ):
+        return _branch("5g", "rejudge", "regrade", counted=True)
+    if facts.keeps_saved_answer:
+        return _kept_answer(facts, policy)
+    return _branch("5i", "retry", "failed", counted=True)
+
+
+@lru_cache(maxsize=65536)
+def classify(facts: RowFacts, policy: RecoveryPolicy) -> Branch:
+    """The REC-20 branch (4 for result rows, 5 for failure rows) of one outcome.
+
+    Cached: runs repeat the same facts many times, and both arguments are
+    immutable values.
+    """
+    if facts.row_kind == "result":
+        return _result(facts, policy)
+    return _failure(facts, policy)
+
+
+OMISSION = _branch("2", "omission", "unaccepted_omission")

@@ -1,0 +1,101 @@
+"""The I/O half of planning: read the rows to dispatch, append the release (REC-3).
+
+``replan`` releases what the current decisions allow, without a gate, for a
+collector that retries within one process; ``resume`` (the gate, REC-56) adds
+the checks before it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from ledger import Ledger
+from ledger.errors import CorruptLedger
+from ledger.events import AttemptsReleased, FailureSaved, JudgeOutcomeSaved, ResultSaved
+from projections.decide import Decision, decide_all
+from projections.fold import replay
+from projections.plan import Plan, PlanKeys, RejudgeItem, plan_keys
+from projections.state import RunState
+
+__all__ = ["build_plan", "read_materialized", "replan"]
+
+_ROW_DECODER = msgspec.json.Decoder(dict[str, Any])
+
+
+def read_materialized(
+    ledger: Ledger, state: RunState, keys: Sequence[tuple[int, int, int]]
+) -> list[dict[str, Any]]:
+    """The materialized rows of ``keys``, stamped with attempt and run id (REC-56)."""
+    rows = []
+    path = ledger.paths.materialized
+    with path.open("rb") as handle:
+        for task, index, attempt in keys:
+            rollout = state.rollout(task, index)
+            handle.seek(rollout.offset)
+            data = handle.read(rollout.length)
+            try:
+                row = _ROW_DECODER.decode(data)
+            except msgspec.DecodeError as exc:
+                raise CorruptLedger(
+                    f"line {rollout.line} of {path} does not decode: {exc}",
+                    path=path,
+                    line=rollout.line,
+                ) from exc
+            row["_ng_attempt_index"] = attempt
+            row["_ng_run_id"] = state.run_id
+            rows.append(row)
+    return rows
+
+
+def _rejudge_items(
+    ledger: Ledger, state: RunState, keys: Sequence[tuple[int, int, int]]
+) -> list[RejudgeItem]:
+    items = []
+    for task, index, attempt in keys:
+        outcome = state.rollout(task, index).outcomes[attempt]
+        event = next(ledger.events(outcome.seq))
+        body = event.body
+        assert isinstance(body, ResultSaved | FailureSaved | JudgeOutcomeSaved)
+        where = body.location
+        items.append(
+            RejudgeItem(task, index, attempt, where.file, where.offset, where.length)
+        )
+    return items
+
+
+def build_plan(
+    ledger: Ledger,
+    state: RunState,
+    decisions: dict[tuple[int, int], Decision],
+    keys: PlanKeys,
+) -> Plan:
+    """Read what the plan's keys name and count the decisions."""
+    counts = Counter(d.value for d in decisions.values())
+    counts.update(
+        dispatch=len(keys.dispatch), rejudge_planned=len(keys.rejudge),
+        held_planned=len(keys.held), in_flight=keys.in_flight,
+    )  # fmt: skip
+    return Plan(
+        dispatch=read_materialized(ledger, state, keys.dispatch),
+        rejudge=_rejudge_items(ledger, state, keys.rejudge),
+        held=list(keys.held),
+        counts=dict(sorted(counts.items())),
+    )
+
+
+def replan(ledger: Ledger, *, longest_first: bool = False) -> Plan:
+    """REC-3: release what the current decisions allow, never what is in flight."""
+    state = replay(ledger)
+    decisions = decide_all(state)
+    keys = plan_keys(state, decisions, skip_in_flight=True, longest_first=longest_first)
+    plan = build_plan(ledger, state, decisions, keys)
+    if keys.dispatch or keys.rejudge:
+        ledger.append(
+            AttemptsReleased(dispatch=keys.dispatch, rejudge=keys.rejudge),
+            actor="collector",
+        )
+    return plan
