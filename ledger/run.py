@@ -224,6 +224,33 @@ class Ledger(RecordingMixin):
         """Recompute the whole hash chain; the first break, or ``None`` (EV-2)."""
         return first_chain_break(self._store.rows(1))
 
+    def save_snapshot(
+        self,
+        seq: int,
+        head_hash: bytes,
+        code_version: str,
+        policy_digest: str,
+        state: bytes,
+    ) -> None:
+        """Store a projection snapshot (EV-14: an optimization, never the truth)."""
+        self._require_writer()
+        with self._write_lock:
+            self._store.save_snapshot(
+                seq, head_hash, code_version, policy_digest, state
+            )
+
+    def load_snapshot(
+        self, code_version: str, policy_digest: str
+    ) -> tuple[int, bytes, bytes] | None:
+        """The stored snapshot for this code version and policy, if its chain holds.
+
+        A snapshot counts only when the log still has its head hash at its seq.
+        """
+        found = self._store.load_snapshot(code_version, policy_digest)
+        if found is None or self._store.hash_at(found[0]) != found[1]:
+            return None
+        return found
+
     @property
     def journal_mode(self) -> str:
         """``wal`` or ``delete`` (EV-42)."""

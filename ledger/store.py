@@ -299,6 +299,42 @@ class SQLiteStore:
             ).fetchall()
         return [EventRow(*row) for row in reversed(rows)]
 
+    def save_snapshot(
+        self,
+        seq: int,
+        head_hash: bytes,
+        code_version: str,
+        policy_digest: str,
+        state: bytes,
+    ) -> None:
+        """Store a projection snapshot (EV-14); one per code version and policy."""
+        with self.transaction() as conn, self._guard("saving a snapshot"):
+            conn.execute(
+                "INSERT OR REPLACE INTO snapshots(seq, head_hash, code_version, "
+                "policy_digest, state) VALUES (?, ?, ?, ?, ?)",
+                (seq, head_hash, code_version, policy_digest, state),
+            )
+
+    def load_snapshot(
+        self, code_version: str, policy_digest: str
+    ) -> tuple[int, bytes, bytes] | None:
+        """``(seq, head_hash, state)`` of the stored snapshot, if any (EV-14)."""
+        with self._guard("reading a snapshot"):
+            row = self._conn.execute(
+                "SELECT seq, head_hash, state FROM snapshots "
+                "WHERE code_version = ? AND policy_digest = ?",
+                (code_version, policy_digest),
+            ).fetchone()
+        return None if row is None else (int(row[0]), bytes(row[1]), bytes(row[2]))
+
+    def hash_at(self, seq: int) -> bytes | None:
+        """The stored hash of event ``seq``, if there is one."""
+        with self._guard("reading a hash"):
+            row = self._conn.execute(
+                "SELECT hash FROM events WHERE seq = ?", (seq,)
+            ).fetchone()
+        return None if row is None else bytes(row[0])
+
     def journal_mode(self) -> str:
         """The database's journal mode (``wal`` or ``delete``)."""
         with self._guard("reading the journal mode"):

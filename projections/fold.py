@@ -48,11 +48,13 @@ def replay(
     *,
     policy_override: RecoveryPolicy | None = None,
     state: RunState | None = None,
+    use_snapshot: bool = True,
 ) -> RunState:
     """Fold stored events (a ledger, or any iterable of them) into a ``RunState``.
 
     ``policy_override`` classifies under another policy, for what-if analysis;
-    ``state`` continues a fold (a snapshot) with the events that follow it.
+    ``state`` continues a fold with the events that follow it. Given a ledger,
+    a matching snapshot (EV-14) replaces the events it covers.
     """
     if isinstance(events, Iterable):
         stream: Iterable[ev.StoredEvent] = list(events)
@@ -60,14 +62,25 @@ def replay(
             e for e in stream if e.kind in _POLICY_KINDS
         )
     else:
-        stream = events.events(1 if state is None else state.as_of_seq + 1)
         policy = policy_override or _head_policy(events.events(1, kinds=_POLICY_KINDS))
+        if state is None and use_snapshot and policy_override is None:
+            state = _snapshot(events, policy)
+        stream = events.events(1 if state is None else state.as_of_seq + 1)
     folded = state if state is not None else RunState()
     folded.policy = policy.to_json_dict()
-    fold = _Fold(folded, policy)
+    step = _Fold(folded, policy)
     for event in stream:
-        fold.apply(event)
+        step.apply(event)
     return folded
+
+
+def _snapshot(events: EventSource, policy: RecoveryPolicy) -> RunState | None:
+    load = getattr(events, "load_snapshot", None)
+    if load is None:
+        return None
+    from projections.snapshot import load_snapshot  # snapshot imports this module
+
+    return load_snapshot(events, policy)  # type: ignore[arg-type]
 
 
 def apply(state: RunState, event: ev.StoredEvent, policy: RecoveryPolicy) -> None:

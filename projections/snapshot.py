@@ -1,0 +1,57 @@
+"""Projection snapshots (EV-14): replay only the tail of the log.
+
+A snapshot is the folded state at ``seq`` N, keyed by the head hash at N, the
+projection code version and the policy digest; replay uses it only when all
+three still match, and ``verify`` refolds from seq 1 and compares.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import msgspec
+
+from ledger import Ledger, facts_rules, failure_kinds
+from ledger.policy import RecoveryPolicy
+from projections import classify, fold
+from projections import state as state_module
+from projections.state import RunState
+
+__all__ = ["CODE_VERSION", "load_snapshot", "save_snapshot"]
+
+
+def _code_version() -> str:
+    # Any change to the code that folds or classifies makes old snapshots unusable.
+    digest = hashlib.sha256()
+    for module in (state_module, fold, classify, facts_rules, failure_kinds):
+        digest.update(Path(str(module.__file__)).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+CODE_VERSION = _code_version()
+_DECODER = msgspec.msgpack.Decoder(RunState)
+_ENCODER = msgspec.msgpack.Encoder()
+
+
+def save_snapshot(ledger: Ledger, state: RunState, policy: RecoveryPolicy) -> None:
+    """Store ``state`` as the snapshot for its policy and this code version."""
+    head_hash = bytes.fromhex(state.head_hash)
+    ledger.save_snapshot(
+        state.as_of_seq,
+        head_hash,
+        CODE_VERSION,
+        policy.digest(),
+        _ENCODER.encode(state),
+    )
+
+
+def load_snapshot(ledger: Ledger, policy: RecoveryPolicy) -> RunState | None:
+    """The stored state for this policy and code version, if the log still has it."""
+    found = ledger.load_snapshot(CODE_VERSION, policy.digest())
+    if found is None:
+        return None
+    try:
+        return _DECODER.decode(found[2])
+    except msgspec.DecodeError:
+        return None  # EV-14: an optimization only; a full refold is always right
