@@ -7,7 +7,10 @@ listed in ``__all__`` is private and may move.
 
 from ledger import events, facts_rules
 from ledger.async_recorder import AsyncRecorder
+from ledger.attempts_cap import max_rollout_attempts
 from ledger.clock import Clock
+from ledger.credentials import credential_safe
+from ledger.drift import Drift, classify_key, diff_keys, drift
 from ledger.errors import (
     ConcurrencyConflict,
     ConfigError,
@@ -22,8 +25,10 @@ from ledger.errors import (
 from ledger.facts import RowFacts
 from ledger.failure_kinds import FAILURE_KINDS, is_namespaced, is_registered, side
 from ledger.files import atomic_replace, publish_json
+from ledger.identity import config_identity, identity_digest
 from ledger.judge import JudgeAdmission
 from ledger.lock import RunLock
+from ledger.manifest import RunManifest
 from ledger.policy import RecoveryPolicy
 from ledger.rows import (
     NG_NO_GENERATION_METADATA,
@@ -62,6 +67,7 @@ __all__ = [
     "ConcurrencyConflict",
     "ConfigError",
     "CorruptLedger",
+    "Drift",
     "IdentityMismatch",
     "JudgeAdmission",
     "Ledger",
@@ -72,9 +78,15 @@ __all__ = [
     "RowError",
     "RowFacts",
     "RunLock",
+    "RunManifest",
     "UnknownEvent",
     "applied_result_class",
     "atomic_replace",
+    "classify_key",
+    "config_identity",
+    "credential_safe",
+    "diff_keys",
+    "drift",
     "events",
     "facts_rules",
     "faults_own_window",
@@ -82,6 +94,7 @@ __all__ = [
     "has_native_partial",
     "has_recorded_grade",
     "has_saved_generation",
+    "identity_digest",
     "is_final_agent_timeout",
     "is_infrastructure_agent_timeout",
     "is_namespaced",
@@ -95,6 +108,7 @@ __all__ = [
     "masked_kept_answer_kind",
     "masked_regrade_kind",
     "masked_without_artifact_kind",
+    "max_rollout_attempts",
     "model_calls",
     "publish_json",
     "rollout_id",
