@@ -1,0 +1,109 @@
+"""``selected_results`` (CLI-12): the rows aggregation and training should read.
+
+The selected result of every ``complete`` rollout, in materialized order, read
+from its recorded location (for ``rejudged``, the re-judgment's row), with
+``_ng_decision`` and ``reward`` set to the decided score. Superseded attempts,
+duplicates and retried masked rows never appear.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import msgspec
+
+from ledger import CorruptLedger, Ledger
+from ledger.events import Location
+from projections.decide import Decision, decide_all
+from projections.state import RolloutState, RunState
+
+__all__ = ["selected_results"]
+
+_DECODER = msgspec.json.Decoder(dict[str, Any])
+
+
+def _source_seq(rollout: RolloutState, decision: Decision) -> int | None:
+    if decision.reason == "rejudged":
+        graded = [
+            j for j in rollout.judgments_of(decision.attempt) if j.outcome == "graded"
+        ]
+        return graded[-1].outcome_seq if graded else None
+    outcome = rollout.outcomes.get(decision.attempt)
+    return None if outcome is None else outcome.seq
+
+
+def _locations(ledger: Ledger, wanted: set[int]) -> dict[int, Location]:
+    found: dict[int, Location] = {}
+    if not wanted:
+        return found
+    for event in ledger.events(min(wanted)):
+        where = getattr(event.body, "location", None)
+        if event.seq in wanted and isinstance(where, Location):
+            found[event.seq] = where
+    return found
+
+
+def _read(
+    folder: Path, handles: dict[str, IO[bytes]], where: Location
+) -> dict[str, Any]:
+    if where.file not in handles:
+        handles[where.file] = (folder / where.file).open("rb")
+    handle = handles[where.file]
+    handle.seek(where.offset)
+    try:
+        return _DECODER.decode(handle.read(where.length))
+    except msgspec.DecodeError as exc:
+        raise CorruptLedger(
+            f"the row at byte {where.offset} of {where.file} no longer decodes "
+            f"({exc}); run `rollout-ledger verify`",
+            path=folder / where.file,
+        ) from exc
+
+
+def _scored(row: dict[str, Any], decision: Decision) -> dict[str, Any]:
+    row["_ng_decision"] = (
+        decision.reason if decision.value == "complete" else decision.value
+    )
+    row.pop("reward", None)
+    if decision.value != "complete" or decision.reason == "unscored":
+        return row  # no invented score: unscored and unfinished rows carry none
+    row["reward"] = decision.score if decision.score is not None else 0.0
+    if decision.reason == "settled_zero":
+        row["_ng_settled_zero"] = True
+    return row
+
+
+def selected_results(
+    ledger: Ledger,
+    state: RunState,
+    *,
+    all: bool = False,
+) -> Iterator[dict[str, Any]]:
+    """CLI-12's rows, streamed; ``all`` adds every other rollout with its decision."""
+    decisions = decide_all(state)
+    sources = {
+        key: _source_seq(state.rollout(*key), decision)
+        for key, decision in decisions.items()
+        if decision.value == "complete" or all
+    }
+    locations = _locations(ledger, {seq for seq in sources.values() if seq is not None})
+    handles: dict[str, IO[bytes]] = {}
+    try:
+        for key, seq in sources.items():
+            rollout = state.rollout(*key)
+            if seq is not None and seq in locations:
+                row = _read(ledger.paths.folder, handles, locations[seq])
+            else:
+                where = Location(
+                    file=ledger.paths.materialized.name,
+                    offset=rollout.offset,
+                    length=rollout.length,
+                    row_sha256="0" * 64,
+                )
+                row = _read(ledger.paths.folder, handles, where)
+            yield _scored(row, decisions[key])
+    finally:
+        for handle in handles.values():
+            handle.close()
