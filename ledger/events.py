@@ -108,6 +108,7 @@ class LegacySource(msgspec.Struct, frozen=True, kw_only=True):
     file: str
     size: NonNegative
     sha256: Sha256Hex
+    lines: NonNegative = 0  # newline-terminated lines in the file at import
 
 
 class LegacyRejection(msgspec.Struct, frozen=True, kw_only=True):

@@ -16,6 +16,7 @@ from ledger.events import (
     FailureSaved,
     JudgeAdmitted,
     JudgeOutcomeSaved,
+    LegacyImported,
     Location,
     OmissionSaved,
     ResultSaved,
@@ -36,6 +37,7 @@ INDEX_KINDS = (
     "attempt_reserved",
     "judge_admitted",
     "judge_outcome_saved",
+    "legacy_imported",
     "result_saved",
     "failure_saved",
     "omission_saved",
@@ -101,13 +103,21 @@ class WriteIndex:
             self._advance(body.location, body.sidecar_line)
         elif isinstance(body, ResultSaved):
             self._advance(body.location, None)
+        elif isinstance(body, LegacyImported):
+            # REC-70: everything an import read counts as recorded, rejected
+            # lines included, so a writer's open never mistakes them for rows
+            # a crash left unrecorded (EV-12).
+            for source in body.sources:
+                end = self.ends.setdefault(source.file, FileEnd())
+                end.offset = max(end.offset, source.size)
+                end.lines = max(end.lines, source.lines)
 
     def _advance(self, location: Location, line: int | None) -> None:
         end = self.ends.setdefault(location.file, FileEnd())
         end.offset = max(end.offset, location.offset + location.length)
         # The sidecar's 0-based line is stored (an import may have left
         # unrecorded lines before it); results count their own rows.
-        end.lines = line + 1 if line is not None else end.lines + 1
+        end.lines = max(end.lines, line + 1) if line is not None else end.lines + 1
 
     def end_of(self, file: str) -> FileEnd:
         """The recorded end of ``file`` (zero when nothing was recorded there)."""
