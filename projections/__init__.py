@@ -1,8 +1,10 @@
 """The read side of rollout-ledger: pure folds of the event log into views.
 
 ``replay`` folds events into a ``RunState``; ``decide`` applies REC-20 to one
-rollout; ``coverage`` and ``check_complete`` summarize; ``replan`` releases what
-the decisions allow. Everything not in ``__all__`` is private and may move.
+rollout; ``coverage`` and ``check_complete`` summarize; ``gate`` and ``resume``
+check and plan; ``replan`` releases what the decisions allow; ``publish``,
+``verify`` and ``selected_results`` serve the command line. Everything not in
+``__all__`` is private and may move.
 """
 
 from projections.coverage import (
@@ -13,22 +15,35 @@ from projections.coverage import (
 )
 from projections.decide import Decision, decide, decide_all
 from projections.fold import replay
+from projections.gate import GateVerdict, gate
 from projections.plan import HeldItem, Plan, RejudgeItem
+from projections.publish import publish
+from projections.results import selected_results
 from projections.resume import replan
+from projections.resume_run import Resume, resume
 from projections.state import RunState
+from projections.verify import Finding, verify
 
 __all__ = [
     "Coverage",
     "Decision",
+    "Finding",
+    "GateVerdict",
     "HeldItem",
     "Plan",
     "RejudgeItem",
+    "Resume",
     "RunState",
     "check_complete",
     "coverage",
     "decide",
     "decide_all",
     "excluded_sidecar_lines",
+    "gate",
+    "publish",
     "replan",
     "replay",
+    "resume",
+    "selected_results",
+    "verify",
 ]
