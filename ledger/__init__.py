@@ -30,6 +30,7 @@ from ledger.judge import JudgeAdmission
 from ledger.lock import RunLock
 from ledger.manifest import RunManifest
 from ledger.policy import RecoveryPolicy
+from ledger.policy_source import creation_policy
 from ledger.rows import (
     NG_NO_GENERATION_METADATA,
     applied_result_class,
@@ -84,6 +85,7 @@ __all__ = [
     "atomic_replace",
     "classify_key",
     "config_identity",
+    "creation_policy",
     "credential_safe",
     "diff_keys",
     "drift",
