@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).parents[1]
+DEMO_COMMAND = "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/rollout-ledger demo"
 TEST_COMMAND = (
     "python3 -m venv .venv && .venv/bin/pip install -e '.[dev]' && .venv/bin/pytest"
 )
@@ -24,5 +25,5 @@ def test_readme_first_screen_says_what_it_is_for_and_how_to_run_it() -> None:
         (ROOT / "README.md").read_text(encoding="utf-8").splitlines()[:25]
     )
     assert "resumable and" in first_screen
-    assert ".venv/bin/rollout-ledger" in first_screen
+    assert DEMO_COMMAND in first_screen
     assert TEST_COMMAND in first_screen
