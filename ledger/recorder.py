@@ -185,7 +185,8 @@ class Recorder:
         self._check_run_id(source)
         task, rollout = self._key(source)
         attempt = _int(source, "_ng_attempt_index", 0)
-        if (task, rollout, attempt) not in self.index.reserved | staged.reserved:
+        reserved = (task, rollout, attempt)
+        if reserved not in self.index.reserved and reserved not in staged.reserved:
             raise ConfigError(
                 f"attempt {attempt} of task {task}, rollout {rollout} was not reserved "
                 "in this run; reserve each attempt before sending its request"

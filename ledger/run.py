@@ -172,7 +172,8 @@ class Ledger(RecordingMixin):
     ) -> list[StoredEvent]:
         """Append ``bodies`` in one transaction (group commit, EV-11)."""
         self._require_writer()
-        new = [self._new_event(body, actor) for body in bodies]
+        at = self.clock.now()  # one instant per transaction: its events land together
+        new = [NewEvent(kind_of(body), at, actor, encode_body(body)) for body in bodies]
         with self._write_lock:
             rows = self._store.append_many(new, expected_seq=expected_seq)
             if self._recorder is not None:
@@ -181,9 +182,6 @@ class Ledger(RecordingMixin):
         return [
             stored_from_row(row, body) for row, body in zip(rows, bodies, strict=True)
         ]
-
-    def _new_event(self, body: Event, actor: str) -> NewEvent:
-        return NewEvent(kind_of(body), self.clock.now(), actor, encode_body(body))
 
     def _require_writer(self) -> None:
         if not self.writable:

@@ -1,0 +1,184 @@
+"""The benchmark harness (bench/, quality.md P-*) runs and reports every figure.
+
+Never a timing assertion: these tests check that the harness ran, that each
+implemented target printed its figures, and that pending ones say so.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import re
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+from bench.incumbent import CAP_ENV, plan_resume
+from bench.rowpool import FIXTURES_ENV, fixture_pool
+from bench.runs import build_run
+from ledger.jsonl import encode_rows
+from ledger.paths import RunPaths
+
+ROOT = Path(__file__).resolve().parents[1]
+MEASURED = ("P-1", "P-2", "P-6", "P-7")
+BASELINE_ONLY = ("P-3", "P-4")  # the incumbent's and the raw side run already
+PENDING = ("P-3", "P-4", "P-5")
+FIGURE = re.compile(r"^[0-9.]+[kM]? \([0-9.]+[kM]?-[0-9.]+[kM]?\) (ev/s|ms|s)$")
+RATIO = re.compile(r"^[0-9.e+-]+x \([0-9.e+-]+-[0-9.e+-]+\)$")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, list[str]]]:
+    """One tiny harness run: its RESULTS.md and its table rows by target id."""
+    folder = tmp_path_factory.mktemp("bench")
+    out = folder / "RESULTS.md"
+    command = [sys.executable, "-m", "bench", "--quick", "--tiny"]
+    command += ["--out", str(out), "--workdir", str(folder / "work")]
+    done = subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    rows = {}
+    for line in done.stdout.splitlines():
+        if line.startswith("| P-"):
+            cells = [cell.strip() for cell in line.strip("|").split(" | ")]
+            rows[cells[0]] = cells
+    return out.read_text(), rows
+
+
+# Figures of the implemented targets.
+
+
+def test_every_target_has_a_row(tiny: tuple[str, dict[str, list[str]]]) -> None:
+    _, rows = tiny
+    assert sorted(rows) == [f"P-{n}" for n in range(1, 8)]
+
+
+@pytest.mark.parametrize("target", MEASURED)
+def test_measured_target_has_both_figures_and_a_ratio(
+    tiny: tuple[str, dict[str, list[str]]], target: str
+) -> None:
+    _, rows = tiny
+    _, _, ours, baseline, ratio, _, rss, met = rows[target]
+    assert FIGURE.match(ours), ours
+    assert FIGURE.match(baseline), baseline
+    assert RATIO.match(ratio), ratio
+    assert re.match(r"^[0-9]+ / [0-9]+ MiB$", rss), rss
+    assert met in ("yes", "NO")
+
+
+@pytest.mark.parametrize("target", BASELINE_ONLY)
+def test_baseline_of_a_pending_target_is_measured(
+    tiny: tuple[str, dict[str, list[str]]], target: str
+) -> None:
+    _, rows = tiny
+    baseline, rss = rows[target][3], rows[target][6]
+    assert FIGURE.match(baseline), baseline
+    assert re.match(r"^- / [0-9]+ MiB$", rss), rss  # P-4: the incumbent's peak RSS
+
+
+# Targets waiting for projections say so.
+
+
+@pytest.mark.parametrize("target", PENDING)
+def test_pending_target_says_not_measured_yet(
+    tiny: tuple[str, dict[str, list[str]]], target: str
+) -> None:
+    _, rows = tiny
+    ours, ratio, met = rows[target][2], rows[target][4], rows[target][7]
+    assert ours.startswith("not measured yet (needs projections.")
+    assert (ratio, met) == ("-", "-")
+
+
+def test_results_file_names_machine_command_and_data(
+    tiny: tuple[str, dict[str, list[str]]],
+) -> None:
+    text, _ = tiny
+    assert "Mode **tiny**" in text
+    assert "python -m bench --quick --tiny --out" in text
+    for heading in ("## Figures", "## Rounds", "## Data", "## Machine"):
+        assert heading in text
+    assert "`nproc`" in text
+    assert "`free -h`" in text
+
+
+# The data: deterministic, and byte-identical to the recorder's.
+
+
+def test_run_built_directly_matches_the_recorder(tmp_path: Path) -> None:
+    pool = fixture_pool(seed=3)
+    direct = build_run(tmp_path / "a" / "out.jsonl", rollouts=24, pool=pool, seed=3)
+    api = build_run(
+        tmp_path / "b" / "out.jsonl", rollouts=24, pool=pool, seed=3, via_api=True
+    )
+    assert direct.events == api.events > 24
+
+    def log(out: Path) -> list[tuple[object, ...]]:
+        with sqlite3.connect(RunPaths.of(out).db) as conn:
+            return conn.execute("SELECT * FROM events ORDER BY seq").fetchall()
+
+    assert log(direct.out) == log(api.out)
+    for name in ("out.jsonl", "out_failures.jsonl", "out_materialized_inputs.jsonl"):
+        assert filecmp.cmp(tmp_path / "a" / name, tmp_path / "b" / name, shallow=False)
+
+
+def test_synthetic_rows_stand_in_without_fixtures(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv(FIXTURES_ENV, str(tmp_path / "missing"))
+    first, second = fixture_pool(seed=1), fixture_pool(seed=1)
+    assert "synthetic" in first.source
+    assert encode_rows(first.templates) == encode_rows(second.templates)
+    assert 10_000 < first.mean_size() < 40_000  # the fixtures' ~21 KB, roughly
+
+
+# The incumbent's gating (nemo_gym_formats.md, section 4).
+
+
+def _jsonl(path: Path, rows: Sequence[Mapping[str, object]]) -> None:
+    path.write_bytes(encode_rows(rows))
+
+
+def _incumbent_run(folder: Path) -> Path:
+    keys = [{"_ng_task_index": t, "_ng_rollout_index": 0} for t in range(4)]
+    out = folder / "out.jsonl"
+    _jsonl(folder / "out_materialized_inputs.jsonl", keys)
+    _jsonl(out, [{**keys[0], "reward": 0.0}])  # done, whatever it holds
+    capped = [{**keys[1], "_ng_failure_class": "x"}] * 3
+    terminal = [{**keys[2], "_ng_failure_terminal": True}]
+    _jsonl(folder / "out_failures.jsonl", [*capped, *terminal, keys[3], {"a": 1}])
+    return out
+
+
+@pytest.mark.parametrize(
+    ("cap", "expected"),
+    [
+        ("", [(3, 1)]),  # unset: 3, so task 1's three rows cap it
+        ("5", [(1, 3), (3, 1)]),
+        ("zero", [(3, 1)]),  # not an integer: a warning and 3
+    ],
+)
+def test_incumbent_gates_done_terminal_and_capped_keys(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    cap: str,
+    expected: list[tuple[int, int]],
+) -> None:
+    monkeypatch.setenv(CAP_ENV, cap)
+    plan = plan_resume(_incumbent_run(tmp_path))
+    assert plan is not None
+    got = [(r["_ng_task_index"], r["_ng_attempt_index"]) for r in plan.to_run]
+    assert got == expected
+    assert len(plan.main_rows) == len(plan.matched) == 1
+    assert ("warning" in capsys.readouterr().err) == (cap == "zero")
+
+
+def test_incumbent_starts_fresh_without_its_results_file(tmp_path: Path) -> None:
+    out = _incumbent_run(tmp_path)
+    out.unlink()
+    assert plan_resume(out) is None
