@@ -3,8 +3,9 @@
 ``replay`` folds events into a ``RunState``; ``decide`` applies REC-20 to one
 rollout; ``coverage`` and ``check_complete`` summarize; ``gate`` and ``resume``
 check and plan; ``replan`` releases what the decisions allow; ``publish``,
-``verify`` and ``selected_results`` serve the command line. Everything not in
-``__all__`` is private and may move.
+``verify``, ``history`` (with its ``History`` and ``HistoryEntry`` values) and
+``selected_results`` serve the command line. Everything not in ``__all__`` is
+private and may move.
 """
 
 from projections.coverage import (
@@ -16,6 +17,8 @@ from projections.coverage import (
 from projections.decide import Decision, decide, decide_all
 from projections.fold import replay
 from projections.gate import GateVerdict, gate
+from projections.history import History, HistoryEntry, history
+from projections.importing import import_run
 from projections.plan import HeldItem, Plan, RejudgeItem
 from projections.publish import publish
 from projections.results import selected_results
@@ -30,6 +33,8 @@ __all__ = [
     "Finding",
     "GateVerdict",
     "HeldItem",
+    "History",
+    "HistoryEntry",
     "Plan",
     "RejudgeItem",
     "Resume",
@@ -40,6 +45,8 @@ __all__ = [
     "decide_all",
     "excluded_sidecar_lines",
     "gate",
+    "history",
+    "import_run",
     "publish",
     "replan",
     "replay",

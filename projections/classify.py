@@ -7,14 +7,12 @@ and REC-4's "free" are read off the same classification that decides.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from ledger import facts_rules
 from ledger.facts import RowFacts
 from ledger.failure_kinds import kind_is
 from ledger.policy import RecoveryPolicy
 
-__all__ = ["Branch", "classify", "is_terminal_failure"]
+__all__ = ["BRANCHES", "CODES", "OMISSION", "Branch", "classify", "is_terminal_failure"]
 
 # What a branch decides (see projections/decide.py):
 #   "complete", "held", "terminal", "free" (a free retry), "retry" (counted,
@@ -58,6 +56,40 @@ def _branch(rule: str, action: str, reason: str, *, counted: bool = False) -> Br
     return Branch((f"REC-20.{rule}", action, reason, counted, action == "free"))
 
 
+# Every branch an outcome can take. The fold stores an outcome's index in
+# BRANCHES (P-3: a small int per outcome, shared by every process, so encoded
+# states compare byte for byte); a new branch goes at the end.
+OMISSION = _branch("2", "omission", "unaccepted_omission")
+_4A = _branch("4a", "rejudge", "regrade", counted=True)
+_4B = _branch("4b", "retry", "failed", counted=True)
+_4C = _branch("4c", "held", "masked_without_artifact")
+_4D = _branch("4d", "infra", "failed", counted=True)
+_4E_GRADED = _branch("4e", "complete", "graded")
+_4E_UNSCORED = _branch("4e", "complete", "unscored")
+_5A_GRADED = _branch("5a", "complete", "graded_failure")
+_5A_SETTLED = _branch("5a", "complete", "settled_zero")
+_5B = _branch("5b", "terminal", "terminal")
+_5C = _branch("5c", "infra", "failed", counted=True)
+_5D = _branch("5d", "complete", "graded_failure")
+_5E = _branch("5e", "free", "free")
+_5F_HELD = _branch("5f", "held", "route_kept_response")
+_5F_FREE = _branch("5f", "free", "free")
+_5F_COUNTED = _branch("5f", "retry", "failed", counted=True)
+_5G = _branch("5g", "rejudge", "regrade", counted=True)
+_5H_VERIFICATION = _branch("5h", "rejudge", "verification", counted=True)
+_5H_MODEL = _branch("5h", "complete", "settled_zero")
+_5H_HELD = _branch("5h", "held", "kept_answer")
+_5I = _branch("5i", "retry", "failed", counted=True)
+
+BRANCHES: tuple[Branch, ...] = (
+    OMISSION, _4A, _4B, _4C, _4D, _4E_GRADED, _4E_UNSCORED, _5A_GRADED,
+    _5A_SETTLED, _5B, _5C, _5D, _5E, _5F_HELD, _5F_FREE, _5F_COUNTED, _5G,
+    _5H_VERIFICATION, _5H_MODEL, _5H_HELD, _5I,
+)  # fmt: skip
+#: A branch's index in BRANCHES.
+CODES: dict[Branch, int] = {branch: code for code, branch in enumerate(BRANCHES)}
+
+
 def is_terminal_failure(facts: RowFacts, policy: RecoveryPolicy) -> bool:
     """REC-14, REC-15: stamped terminal, unless an opted-in timeout."""
     if not facts.terminal:
@@ -70,68 +102,62 @@ def is_terminal_failure(facts: RowFacts, policy: RecoveryPolicy) -> bool:
 
 def _result(facts: RowFacts, policy: RecoveryPolicy) -> Branch:
     if facts_rules.masked_regrade_kind(facts, policy) is not None:
-        return _branch("4a", "rejudge", "regrade", counted=True)
+        return _4A
     if facts_rules.masked_infrastructure_kind(facts, policy) is not None:
-        return _branch("4b", "retry", "failed", counted=True)
+        return _4B
     if facts_rules.masked_kept_answer_kind(facts, policy) is not None:
-        return _branch("4c", "held", "masked_without_artifact")
+        return _4C
     if facts_rules.is_infrastructure_agent_timeout(facts, policy):
-        return _branch("4d", "infra", "failed", counted=True)
-    reason = "graded" if facts.reward is not None else "unscored"
-    return _branch("4e", "complete", reason)
+        return _4D
+    return _4E_GRADED if facts.reward is not None else _4E_UNSCORED
 
 
 def _route(facts: RowFacts, delivery: str) -> Branch:
     # REC-23: a kept response is never duplicated or replaced, whatever its delivery.
     if facts.keeps_response:
-        return _branch("5f", "held", "route_kept_response")
-    if delivery == "not_sent":
-        return _branch("5f", "free", "free")
-    return _branch("5f", "retry", "failed", counted=True)
+        return _5F_HELD
+    return _5F_FREE if delivery == "not_sent" else _5F_COUNTED
 
 
 def _kept_answer(facts: RowFacts, policy: RecoveryPolicy) -> Branch:
     if facts.stage == "verification":
-        return _branch("5h", "rejudge", "verification", counted=True)
+        return _5H_VERIFICATION
     if facts_rules.kind_side(facts, policy) == "model":
-        return _branch("5h", "complete", "settled_zero")
-    return _branch("5h", "held", "kept_answer")
+        return _5H_MODEL
+    return _5H_HELD
 
 
 def _failure(facts: RowFacts, policy: RecoveryPolicy) -> Branch:
     if facts_rules.is_final_agent_timeout(facts, policy):
-        grade = facts_rules.has_recorded_grade(facts, policy)
-        return _branch("5a", "complete", "graded_failure" if grade else "settled_zero")
+        graded = facts_rules.has_recorded_grade(facts, policy)
+        return _5A_GRADED if graded else _5A_SETTLED
     if is_terminal_failure(facts, policy):
-        return _branch("5b", "terminal", "terminal")
+        return _5B
     if facts_rules.is_infrastructure_agent_timeout(facts, policy):
-        return _branch("5c", "infra", "failed", counted=True)
+        return _5C
     if facts_rules.has_recorded_grade(facts, policy):
-        return _branch("5d", "complete", "graded_failure")
+        return _5D
     if kind_is(facts.selected_kind, *_LIFECYCLE_KINDS) and not facts.keeps_saved_answer:
-        return _branch("5e", "free", "free")
+        return _5E
     delivery = facts_rules.route_failure(facts)
     if delivery is not None:
         return _route(facts, delivery)
     if facts.keeps_saved_answer and facts_rules.is_regrade(
         facts.selected_kind, facts.stage, policy
     ):
-        return _branch("5g", "rejudge", "regrade", counted=True)
+        return _5G
     if facts.keeps_saved_answer:
         return _kept_answer(facts, policy)
-    return _branch("5i", "retry", "failed", counted=True)
+    return _5I
 
 
-@lru_cache(maxsize=65536)
 def classify(facts: RowFacts, policy: RecoveryPolicy) -> Branch:
     """The REC-20 branch (4 for result rows, 5 for failure rows) of one outcome.
 
-    Cached: runs repeat the same facts many times, and both arguments are
-    immutable values.
+    Not cached here: the fold caches per policy (hashing a policy costs more
+    than classifying), and a cache kept across folds would keep decoded facts
+    alive (P-3).
     """
     if facts.row_kind == "result":
         return _result(facts, policy)
     return _failure(facts, policy)
-
-
-OMISSION = _branch("2", "omission", "unaccepted_omission")

@@ -90,9 +90,8 @@ def _per_rollout(
     kinds: Counter[str] = Counter()
     for (task, index), decision in decisions.items():
         rollout = state.rollout(task, index)
-        selected = rollout.selected_attempt()
-        outcome = None if selected is None else rollout.outcomes.get(selected)
-        masked += outcome is not None and outcome.masked
+        selected = rollout.selected()
+        masked += selected is not None and selected.masked
         suspect += free_attempts(rollout, state.before_seq) >= _SUSPECT_FREE_ATTEMPTS
         if decision.value != "complete" and decision.kind is not None:
             kinds[decision.kind] += 1
@@ -103,8 +102,9 @@ def _totals(state: RunState) -> dict[str, int]:
     totals = Counter[str]()
     for rollouts in state.rollouts.values():
         for rollout in rollouts.values():
-            totals["attempts_reserved"] += len(rollout.reserved)
-            totals["outcomes"] += len(rollout.outcomes) + rollout.duplicates
+            totals["attempts_reserved"] += sum(a.reserved for a in rollout.attempts)
+            totals["outcomes"] += sum(a.has_outcome for a in rollout.attempts)
+            totals["outcomes"] += rollout.duplicates
             totals["duplicates"] += rollout.duplicates
             totals["superseded"] += rollout.superseded
     return {

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from projections.state import Judgment, Outcome, RolloutState, RunState
+from projections.state import Attempt, Judgment, RolloutState, RunState
 
 __all__ = [
     "DECISION_VALUES",
@@ -28,7 +28,7 @@ DECISION_VALUES = (
 )  # fmt: skip
 
 
-class Decision(msgspec.Struct, frozen=True):
+class Decision(msgspec.Struct, frozen=True, gc=False):
     """What recovery does with one rollout, and why (REC-20)."""
 
     value: str
@@ -72,49 +72,44 @@ class _Budget:
 
 def counted_failures(rollout: RolloutState, after: int) -> int:
     """REC-13: a rollout's counted outcomes recorded after ``after`` (a reset)."""
-    count = 0
-    for attempt, outcome in rollout.outcomes.items():
-        approved = rollout.approvals.get(attempt)
-        if outcome.counted and outcome.seq > after:
-            count += 1
-        elif approved is not None and max(outcome.seq, approved) > after:
-            count += 1  # REC-25: an approval makes the held outcome counted
-    for judgments in rollout.judgments.values():
-        count += sum(j.outcome == "failed" and j.outcome_seq > after for j in judgments)
-    return count
+    # REC-16: what counts is when the outcome was recorded, so an outcome from
+    # before a reset stays excluded even when an approval names it afterwards.
+    # REC-25: an approval makes the outcome of the attempt it names counted.
+    count = sum(
+        a.has_outcome and a.seq > after and (a.counted or rollout.approved(a.attempt))
+        for a in rollout.attempts
+    )
+    failed = (j for j in rollout.all_judgments() if j.outcome == "failed")
+    return count + sum(j.outcome_seq > after for j in failed)  # REC-32
 
 
 def free_attempts(rollout: RolloutState, after: int) -> int:
     """REC-4: unknown attempts and free outcomes of a rollout after ``after``."""
-    unknown = sum(
-        seq > after
-        for attempt, seq in rollout.reserved.items()
-        if attempt not in rollout.outcomes
-    )
-    return unknown + sum(o.free and o.seq > after for o in rollout.outcomes.values())
+    return sum((a.unknown or a.free) and a.seq > after for a in rollout.attempts)
 
 
-def _judged(judgments: list[Judgment], attempt: int, budget: _Budget) -> Decision:
-    latest = judgments[-1]
+def _judged(judgments: list[Judgment], outcome: Attempt, budget: _Budget) -> Decision:
+    latest, attempt = judgments[-1], outcome.attempt
+    # REC-41: the kind is the selected outcome's (coverage counts it), unless a
+    # failed judgment names its own.
+    kind = latest.failure_kind or outcome.kind
     if latest.outcome is None:  # REC-33: cut off; judge-only calls are safe to repeat
-        return Decision("rejudge", attempt, "REC-20.3", None, "open_admission")
+        return Decision("rejudge", attempt, "REC-20.3", kind, "open_admission")
     graded = [j for j in judgments if j.outcome == "graded"]
     if latest.outcome == "graded":  # REC-31: the newest closed graded admission
         return Decision(
-            "complete", attempt, "REC-20.3", None, "rejudged", graded[-1].reward
+            "complete", attempt, "REC-20.3", kind, "rejudged", graded[-1].reward
         )
-    return budget.counted_rejudge(
-        attempt, "REC-20.3", latest.failure_kind, "judge_failed"
-    )
+    return budget.counted_rejudge(attempt, "REC-20.3", kind, "judge_failed")
 
 
-def _held(rollout: RolloutState, outcome: Outcome, budget: _Budget) -> Decision:
-    if outcome.attempt in rollout.approvals:  # REC-25: exactly this attempt reopens
+def _held(rollout: RolloutState, outcome: Attempt, budget: _Budget) -> Decision:
+    if rollout.approved(outcome.attempt):  # REC-25: exactly this attempt reopens
         return budget.counted_retry(outcome.attempt, "REC-25", outcome.kind)
     return Decision("held", outcome.attempt, outcome.rule, outcome.kind, outcome.reason)
 
 
-def _complete(outcome: Outcome) -> Decision:
+def _complete(outcome: Attempt) -> Decision:
     score = {"graded": outcome.reward, "settled_zero": 0.0}.get(
         outcome.reason, outcome.grade
     )
@@ -125,7 +120,7 @@ def _complete(outcome: Outcome) -> Decision:
     )
 
 
-def _infrastructure(outcome: Outcome, budget: _Budget) -> Decision:
+def _infrastructure(outcome: Attempt, budget: _Budget) -> Decision:
     # REC-20.4d / 5c: counted, retry; at the cap a recorded grade stands (infra_cut).
     if budget.counted >= budget.cap and outcome.grade is not None:
         return Decision("complete", outcome.attempt, outcome.rule, outcome.kind,
@@ -133,22 +128,26 @@ def _infrastructure(outcome: Outcome, budget: _Budget) -> Decision:
     return budget.counted_retry(outcome.attempt, outcome.rule, outcome.kind)
 
 
-def _by_action(rollout: RolloutState, outcome: Outcome, budget: _Budget) -> Decision:
+def _by_action(rollout: RolloutState, outcome: Attempt, budget: _Budget) -> Decision:
     attempt, rule, kind = outcome.attempt, outcome.rule, outcome.kind
-    actions: dict[str, Callable[[], Decision]] = {
-        "complete": lambda: _complete(outcome),
-        "held": lambda: _held(rollout, outcome, budget),
-        "terminal": lambda: Decision("terminal", attempt, rule, kind, "terminal"),
-        "free": lambda: budget.free_retry(attempt, rule, kind, "free"),
-        "retry": lambda: budget.counted_retry(attempt, rule, kind),
-        "rejudge": lambda: budget.counted_rejudge(attempt, rule, kind, outcome.reason),
-        "infra": lambda: _infrastructure(outcome, budget),
-    }
-    return actions[outcome.action]()
+    action = outcome.action
+    if action == "complete":
+        return _complete(outcome)
+    if action == "held":
+        return _held(rollout, outcome, budget)
+    if action == "terminal":
+        return Decision("terminal", attempt, rule, kind, "terminal")
+    if action == "free":
+        return budget.free_retry(attempt, rule, kind, "free")
+    if action == "retry":
+        return budget.counted_retry(attempt, rule, kind)
+    if action == "rejudge":
+        return budget.counted_rejudge(attempt, rule, kind, outcome.reason)
+    return _infrastructure(outcome, budget)  # "infra"
 
 
 def _omission(
-    rollout: RolloutState, outcome: Outcome, budget: _Budget, task_complete: bool
+    rollout: RolloutState, outcome: Attempt, budget: _Budget, task_complete: bool
 ) -> Decision:
     # REC-35: accepted only alongside completed tasks; an approval reopens it.
     if task_complete:
@@ -160,18 +159,17 @@ def _decide(
     state: RunState, task: int, index: int, task_complete: Callable[[], bool]
 ) -> Decision:
     rollout = state.rollout(task, index)
-    selected = rollout.selected_attempt()
-    if selected is None:
+    outcome = rollout.selected()
+    if outcome is None:
         return Decision("pending", 0, "REC-20.1", None, "pending")
     budget = _Budget(state, rollout)
-    outcome = rollout.outcomes.get(selected)
-    if outcome is None:  # REC-4: reserved without outcome, an unknown attempt
-        return budget.free_retry(selected, "REC-20.1", None, "unknown")
+    if not outcome.has_outcome:  # REC-4: reserved without outcome, an unknown attempt
+        return budget.free_retry(outcome.attempt, "REC-20.1", None, "unknown")
     if outcome.row_kind == "omission":
         return _omission(rollout, outcome, budget, task_complete())
-    judgments = rollout.judgments.get(selected)
+    judgments = rollout.judgments_of(outcome.attempt)
     if judgments:
-        return _judged(judgments, selected, budget)
+        return _judged(judgments, outcome, budget)
     return _by_action(rollout, outcome, budget)
 
 
@@ -193,14 +191,25 @@ def decide(state: RunState, task: int, rollout: int) -> Decision:
     return _decide(state, task, rollout, task_complete)
 
 
+def _omission_selected(state: RunState, task: int, index: int) -> bool:
+    selected = state.rollout(task, index).selected()
+    return (
+        selected is not None
+        and selected.has_outcome
+        and selected.row_kind == "omission"
+    )
+
+
 def decide_all(state: RunState) -> dict[tuple[int, int], Decision]:
     """Every rollout's decision, in materialized order (omissions decided last)."""
     decisions = {key: _decide(state, *key, _never) for key in state.ordered_keys()}
     complete_tasks = {
         task for (task, _), d in decisions.items() if d.value == "complete"
     }
-    for key, decision in decisions.items():
-        if decision.reason == "unaccepted_omission":
-            accepted = _always if key[0] in complete_tasks else _never
-            decisions[key] = _decide(state, *key, accepted)
+    for key in decisions:
+        # REC-35 before REC-25: an omission alongside a complete rollout is
+        # accepted, approved or not (an approval reopens only a held one), so
+        # every selected omission is decided again, as `decide` decides it.
+        if key[0] in complete_tasks and _omission_selected(state, *key):
+            decisions[key] = _decide(state, *key, _always)
     return decisions

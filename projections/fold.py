@@ -7,7 +7,9 @@ folded once. No I/O and no clock: the same events always give the same state.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+from sys import intern
 from typing import Any, Protocol
 
 from ledger import events as ev
@@ -15,12 +17,15 @@ from ledger import facts_rules
 from ledger.facts import RowFacts
 from ledger.policy import RecoveryPolicy
 from ledger.policy_log import policy_from_events
-from projections.classify import OMISSION, Branch, classify
+from projections.classify import CODES, OMISSION, classify
 from projections.state import (
+    LATE,
+    MASKED,
+    RESERVED,
+    Attempt,
     BudgetReset,
     DriftEntry,
     Judgment,
-    Outcome,
     RolloutState,
     RunState,
 )
@@ -28,6 +33,9 @@ from projections.state import (
 __all__ = ["EventSource", "apply", "replay"]
 
 _POLICY_KINDS = ("run_created", "policy_changed")
+# Rows of one run repeat the same facts often; a small cache per fold keeps the
+# hits without keeping many decoded facts alive (P-3).
+_CLASSIFIED_CACHE = 1024
 _MANIFEST_SKIP = {"identity", "policy", "index"}
 
 
@@ -69,8 +77,11 @@ def replay(
     folded = state if state is not None else RunState()
     folded.policy = policy.to_json_dict()
     step = _Fold(folded, policy)
-    for event in stream:
-        step.apply(event)
+    last = None
+    for last in stream:
+        step.fold(last)
+    if last is not None:  # the head, once (hex per event costs P-3 time)
+        step.at(last)
     return folded
 
 
@@ -94,11 +105,30 @@ class _Fold:
     def __init__(self, state: RunState, policy: RecoveryPolicy) -> None:
         self.state = state
         self.policy = policy
+        self._classified = lru_cache(maxsize=_CLASSIFIED_CACHE)(self._classify)
+        self._handlers: dict[str, Callable[[Any, ev.StoredEvent], None]] = {
+            kind: getattr(self, f"_{kind}")
+            for kind in ev.KINDS
+            if hasattr(self, f"_{kind}")
+        }
+
+    def _classify(self, facts: RowFacts) -> tuple[int, float | None]:
+        """The outcome's branch code (REC-20) and recorded grade (ROW-12)."""
+        return CODES[classify(facts, self.policy)], _grade(facts, self.policy)
 
     def apply(self, event: ev.StoredEvent) -> None:
-        handler = getattr(self, f"_{event.kind}", None)
+        """Fold one event and move the state's head to it."""
+        self.fold(event)
+        self.at(event)
+
+    def fold(self, event: ev.StoredEvent) -> None:
+        """Fold one event; the head moves with ``at``."""
+        handler = self._handlers.get(event.kind)
         if handler is not None:
             handler(event.body, event)
+
+    def at(self, event: ev.StoredEvent) -> None:
+        """The state is as of ``event``."""
         self.state.as_of_seq = event.seq
         self.state.head_hash = event.hash.hex()
 
@@ -118,8 +148,8 @@ class _Fold:
             body.index, start=1
         ):
             state.rollouts.setdefault(task, {})[rollout] = RolloutState(
-                line=line, offset=offset, length=length, agent=agent,
-                rollout_id=rollout_id,
+                line=line, offset=offset, length=length,
+                agent=None if agent is None else intern(agent), rollout_id=rollout_id,
             )  # fmt: skip
 
     def _legacy_imported(self, body: ev.LegacyImported, event: ev.StoredEvent) -> None:
@@ -179,6 +209,8 @@ class _Fold:
     def _rerun_approved(self, body: ev.RerunApproved, event: ev.StoredEvent) -> None:
         rollout = self._rollout(body.task, body.rollout)
         if rollout is not None:
+            if rollout.approvals is None:
+                rollout.approvals = {}
             rollout.approvals[body.attempt] = event.seq
 
     def _resume_started(self, body: ev.ResumeStarted, event: ev.StoredEvent) -> None:
@@ -198,53 +230,66 @@ class _Fold:
     ) -> None:
         rollout = self._rollout(body.task, body.rollout)
         if rollout is not None:
-            rollout.reserved.setdefault(body.attempt, event.seq)
+            record = rollout.add_attempt(body.attempt)
+            if not record.flags & RESERVED:
+                record.flags |= RESERVED
+                record.seq = record.seq or event.seq  # an outcome's seq stays
 
     def _outcome(
         self, body: ev.ResultSaved | ev.FailureSaved, event: ev.StoredEvent
     ) -> None:
-        branch = classify(body.facts, self.policy)
+        record = self._first_outcome(body.task, body.rollout, body.attempt, event)
+        if record is None:
+            return
         facts = body.facts
-        self._add(body.task, body.rollout, body.attempt, Outcome(
-            seq=event.seq, attempt=body.attempt, row_kind=facts.row_kind,
-            rule=branch.rule, action=branch.action, reason=branch.reason,
-            counted=branch.counted, free=branch.free, grade=_grade(facts, self.policy),
-            reward=facts.reward, masked=facts.masked, kind=facts.selected_kind,
-            wallclock=facts.wallclock,
-        ))  # fmt: skip
+        record.code, record.grade = self._classified(facts)
+        record.reward = facts.reward
+        record.kind = None if facts.selected_kind is None else intern(
+            facts.selected_kind
+        )  # fmt: skip
+        record.flags |= MASKED if facts.masked else 0
+        self._longest(body.task, body.rollout, facts.wallclock)
 
     _result_saved = _outcome
     _failure_saved = _outcome
 
     def _omission_saved(self, body: ev.OmissionSaved, event: ev.StoredEvent) -> None:
-        branch: Branch = OMISSION
-        self._add(body.task, body.rollout, body.attempt, Outcome(
-            seq=event.seq, attempt=body.attempt, row_kind="omission",
-            rule=branch.rule, action=branch.action, reason=branch.reason,
-            counted=False, free=False, grade=None, reward=None, masked=False,
-            kind="skipped", wallclock=None,
-        ))  # fmt: skip
+        record = self._first_outcome(body.task, body.rollout, body.attempt, event)
+        if record is not None:
+            record.code = CODES[OMISSION]
+            record.kind = "skipped"
 
-    def _add(
-        self, task: int, rollout_index: int, attempt: int, outcome: Outcome
-    ) -> None:
-        rollout = self._rollout(task, rollout_index)
+    def _first_outcome(
+        self, task: int, index: int, attempt: int, event: ev.StoredEvent
+    ) -> Attempt | None:
+        """The attempt's record when this is its first outcome, else ``None``."""
+        rollout = self._rollout(task, index)
         if rollout is None:
-            return  # ID-40: rows of other keys never reach the log
-        if attempt in rollout.outcomes:
+            return None  # ID-40: rows of other keys never reach the log
+        record = rollout.add_attempt(attempt)
+        if record.has_outcome:
             rollout.duplicates += 1  # REC-1: the first outcome stands
-            return
-        newest = rollout.selected_attempt()
-        if newest is not None and newest > attempt:
-            outcome.late = True  # REC-2: superseded, shown in history only
+            return None
+        record.seq = event.seq
+        if rollout.attempts[-1] is not record:
+            record.flags |= LATE  # REC-2: superseded, shown in history only
             rollout.superseded += 1
-        rollout.outcomes[attempt] = outcome
+        return record
+
+    def _longest(self, task: int, index: int, wallclock: float | None) -> None:
+        rollout = self.state.rollouts[task][index]
+        if wallclock is not None and (
+            rollout.wallclock is None or wallclock > rollout.wallclock
+        ):
+            rollout.wallclock = wallclock
 
     def _judge_admitted(self, body: ev.JudgeAdmitted, event: ev.StoredEvent) -> None:
         rollout = self._rollout(body.task, body.rollout)
         if rollout is None:
             return
         judgment = Judgment(admission_id=body.admission_id, seq=event.seq)
+        if rollout.judgments is None:
+            rollout.judgments = {}
         rollout.judgments.setdefault(body.attempt, []).append(judgment)
         self.state.open_admissions[body.admission_id] = (
             body.task, body.rollout, body.attempt,
@@ -257,7 +302,7 @@ class _Fold:
         rollout = None if key is None else self._rollout(key[0], key[1])
         if key is None or rollout is None:
             return
-        for judgment in rollout.judgments.get(key[2], []):
+        for judgment in rollout.judgments_of(key[2]):
             if judgment.admission_id == body.admission_id:
                 judgment.outcome = body.outcome
                 judgment.reward = body.reward

@@ -60,21 +60,13 @@ class PlanKeys(msgspec.Struct, frozen=True):
 def in_flight(state: RunState, rollout: RolloutState) -> bool:
     """REC-3: reserved or admitted since the latest resume_started, without outcome."""
     since = state.latest_resume_seq
-    reserved = any(
-        seq > since and attempt not in rollout.outcomes
-        for attempt, seq in rollout.reserved.items()
-    )
-    admitted = any(
-        j.outcome is None and j.seq > since
-        for judgments in rollout.judgments.values()
-        for j in judgments
-    )
+    reserved = any(a.unknown and a.seq > since for a in rollout.attempts)
+    admitted = any(j.outcome is None and j.seq > since for j in rollout.all_judgments())
     return reserved or admitted
 
 
 def _wallclock(rollout: RolloutState) -> float:
-    known = [o.wallclock for o in rollout.outcomes.values() if o.wallclock is not None]
-    return max(known, default=0.0)
+    return rollout.wallclock or 0.0
 
 
 def plan_keys(

@@ -3,7 +3,9 @@
 Everything here encodes deterministically (R-3: two refolds give the same
 bytes), so a state can be compared, stored as a snapshot (EV-14) and shipped
 between processes. Per outcome the fold keeps a compact code (its REC-20
-branch under the policy in force at the head), never the decoded facts (P-3).
+branch under the policy in force at the head), never the decoded facts, and
+the structs that exist once per rollout or attempt are small and untracked by
+the garbage collector (P-3: a million events replay within 200 MiB).
 """
 
 from __future__ import annotations
@@ -12,33 +14,109 @@ from typing import Any
 
 import msgspec
 
+from projections.classify import BRANCHES, Branch
+
 __all__ = [
+    "LATE",
+    "MASKED",
+    "RESERVED",
+    "Attempt",
     "BudgetReset",
     "DriftEntry",
     "Judgment",
-    "Outcome",
     "RolloutState",
     "RunState",
 ]
 
 
-class Outcome(msgspec.Struct, array_like=True, gc=False):
-    """The first recorded outcome of one attempt, classified (REC-1, REC-20)."""
+# Attempt.flags
+MASKED = 1  # the outcome is a masked result (REC-41's "masked")
+LATE = 2  # REC-2: the outcome arrived after a newer attempt was allocated
+RESERVED = 4  # the attempt was reserved (an import records outcomes without)
 
-    seq: int
+_ROW_KINDS = {"REC-20.2": "omission", "REC-20.4": "result", "REC-20.5": "failure"}
+
+
+class Attempt(msgspec.Struct, array_like=True, gc=False):
+    """One attempt of a rollout: its reservation and its first outcome (REC-1).
+
+    Compact on purpose (P-3: a million events in 200 MiB): one seq per attempt
+    (its outcome's, else its reservation's: the outcome's seq is what REC-13
+    and REC-16 count by, the reservation's what REC-3 and REC-4 read while
+    there is no outcome); the outcome as its REC-20 branch (an index in
+    ``classify.BRANCHES``, classified under the policy in force at the head),
+    its kind and its two scores. The branch's fields read through properties.
+    """
+
     attempt: int
-    row_kind: str  # "result", "failure" or "omission"
-    rule: str
-    action: str
-    reason: str
-    counted: bool
-    free: bool
-    grade: float | None  # ROW-12's recorded grade, for 4d/5a/5d scoring
-    reward: float | None
-    masked: bool
-    kind: str | None  # the selected failure kind
-    wallclock: float | None
-    late: bool = False  # REC-2: arrived after a newer attempt was allocated
+    seq: int = 0  # the first outcome's seq (REC-1), else the reservation's
+    code: int = -1  # the outcome's branch in classify.BRANCHES; -1: no outcome
+    flags: int = 0  # RESERVED, MASKED, LATE
+    kind: str | None = None  # the selected failure kind (ROW-20)
+    grade: float | None = None  # ROW-12's recorded grade, for 4d/5a/5d scoring
+    reward: float | None = None
+
+    @property
+    def has_outcome(self) -> bool:
+        """Whether an outcome was recorded for this attempt."""
+        return self.code >= 0
+
+    @property
+    def unknown(self) -> bool:
+        """REC-4: reserved, and no outcome (yet)."""
+        return self.code < 0 and bool(self.flags & RESERVED)
+
+    @property
+    def reserved(self) -> bool:
+        """Whether the attempt was reserved."""
+        return bool(self.flags & RESERVED)
+
+    @property
+    def branch(self) -> Branch:
+        """The outcome's REC-20 branch (``IndexError`` when there is no outcome)."""
+        if self.code < 0:
+            raise IndexError(f"attempt {self.attempt} has no outcome")
+        return BRANCHES[self.code]
+
+    @property
+    def rule(self) -> str:
+        """The REC-20 branch, e.g. ``"REC-20.5c"``."""
+        return self.branch.rule
+
+    @property
+    def action(self) -> str:
+        """What the branch decides (``classify``)."""
+        return self.branch.action
+
+    @property
+    def reason(self) -> str:
+        """The branch's reason."""
+        return self.branch.reason
+
+    @property
+    def counted(self) -> bool:
+        """REC-13: whether the outcome counts toward the cap."""
+        return self.has_outcome and self.branch.counted
+
+    @property
+    def free(self) -> bool:
+        """REC-4: whether the outcome is a free attempt."""
+        return self.has_outcome and self.branch.free
+
+    @property
+    def row_kind(self) -> str:
+        """``result``, ``failure`` or ``omission``."""
+        return _ROW_KINDS[self.rule[:8]]
+
+    @property
+    def masked(self) -> bool:
+        """Whether the outcome is a masked result."""
+        return bool(self.flags & MASKED)
+
+    @property
+    def late(self) -> bool:
+        """REC-2: arrived after a newer attempt was allocated (superseded)."""
+        return bool(self.flags & LATE)
 
 
 class Judgment(msgspec.Struct, array_like=True, gc=False):
@@ -52,25 +130,73 @@ class Judgment(msgspec.Struct, array_like=True, gc=False):
     failure_kind: str | None = None
 
 
-class RolloutState(msgspec.Struct):
-    """Everything the log says about one rollout ``(task, rollout)``."""
+class RolloutState(msgspec.Struct, gc=False):
+    """Everything the log says about one rollout ``(task, rollout)``.
+
+    ``attempts`` holds one record per attempt reserved or with an outcome,
+    sorted by attempt number; ``outcomes`` is a view of it.
+    Judgments and approvals are rare, so they stay ``None`` until the first.
+    """
 
     line: int  # 1-based position in the materialized inputs
     offset: int
     length: int
     agent: str | None = None
     rollout_id: str | None = None
-    reserved: dict[int, int] = {}  # attempt -> seq of its reservation
-    outcomes: dict[int, Outcome] = {}  # attempt -> first outcome
+    attempts: list[Attempt] = []
     duplicates: int = 0
     superseded: int = 0
-    judgments: dict[int, list[Judgment]] = {}
-    approvals: dict[int, int] = {}  # attempt -> seq of its approval
+    wallclock: float | None = None  # the longest recorded (REC-56, longest first)
+    judgments: dict[int, list[Judgment]] | None = None
+    approvals: dict[int, int] | None = None  # attempt -> seq of its approval
+
+    def selected(self) -> Attempt | None:
+        """REC-1: the highest attempt reserved or with an outcome (latest_allocated)."""
+        return self.attempts[-1] if self.attempts else None
 
     def selected_attempt(self) -> int | None:
-        """REC-1: the highest attempt reserved or with an outcome (latest_allocated)."""
-        attempts = self.reserved.keys() | self.outcomes.keys()
-        return max(attempts) if attempts else None
+        """The number of the selected attempt (REC-1), ``None`` when there is none."""
+        return self.attempts[-1].attempt if self.attempts else None
+
+    def attempt(self, number: int) -> Attempt | None:
+        """The record of attempt ``number``, if it was reserved or has an outcome."""
+        for record in reversed(self.attempts):
+            if record.attempt == number:
+                return record
+            if record.attempt < number:
+                return None
+        return None
+
+    def add_attempt(self, number: int) -> Attempt:
+        """The record of attempt ``number``, created in its place when new."""
+        found = self.attempt(number)
+        if found is not None:
+            return found
+        record = Attempt(number)
+        index = len(self.attempts)
+        while index and self.attempts[index - 1].attempt > number:
+            index -= 1
+        self.attempts.insert(index, record)
+        return record
+
+    @property
+    def outcomes(self) -> dict[int, Attempt]:
+        """Attempt -> its record, for the attempts with an outcome."""
+        return {a.attempt: a for a in self.attempts if a.has_outcome}
+
+    def judgments_of(self, attempt: int) -> list[Judgment]:
+        """The judge admissions on ``attempt``, in log order."""
+        return [] if self.judgments is None else self.judgments.get(attempt, [])
+
+    def all_judgments(self) -> list[Judgment]:
+        """Every judge admission of the rollout."""
+        if self.judgments is None:
+            return []
+        return [j for judgments in self.judgments.values() for j in judgments]
+
+    def approved(self, attempt: int) -> bool:
+        """REC-25: whether an approval names ``attempt``."""
+        return self.approvals is not None and attempt in self.approvals
 
 
 class DriftEntry(msgspec.Struct, frozen=True):

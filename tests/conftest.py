@@ -31,7 +31,13 @@ settings.load_profile(os.environ.get("ROLLOUT_LEDGER_HYPOTHESIS", "dev"))
 class MinimalManifest:
     """The least a ``Ledger.create`` test needs of a manifest (ID-30 fields)."""
 
-    def __init__(self, rows: list[dict[str, Any]], *, config_digest: str = "c" * 64):
+    def __init__(
+        self,
+        rows: list[dict[str, Any]],
+        *,
+        config_digest: str = "c" * 64,
+        max_rollout_attempts: int = 3,
+    ):
         self.materialized_digest = hashlib.sha256(encode_rows(rows)).hexdigest()
         self.identity: Mapping[str, Any] | None = {"model": "m"}
         self._fields = {
@@ -39,7 +45,7 @@ class MinimalManifest:
             "created_at": "2026-01-01T00:00:00.000000Z",
             "materialized_digest": self.materialized_digest,
             "config_digest": config_digest,
-            "max_rollout_attempts": 3,
+            "max_rollout_attempts": max_rollout_attempts,
         }
 
     def model_dump(self, *, mode: str = "json") -> dict[str, Any]:
