@@ -211,7 +211,7 @@ def _report(out: Path) -> None:
     help="The seed of the simulated agent and judge.",
 )
 def demo(folder: Path | None, rollouts: int, seed: int) -> None:
-    """Run a simulated collection that is killed, resumed and finished (CLI-15).
+    """Run a simulated collection, killed and resumed until done (CLI-15).
 
     Creates a run in FOLDER (a new temporary folder when omitted) against a
     built-in simulated agent and judge, kills the collector process with
@@ -220,7 +220,9 @@ def demo(folder: Path | None, rollouts: int, seed: int) -> None:
     prints the coverage, the drift journal, check's verdict and verify's.
     Deterministic for a given --seed.
 
-    Example: rollout-ledger demo /tmp/demo-run --rollouts 300 --seed 7
+    \b
+    Example:
+      rollout-ledger demo /tmp/demo-run --rollouts 300 --seed 7
     """
     folder = folder or Path(tempfile.mkdtemp(prefix="rollout-ledger-demo-"))
     folder.mkdir(parents=True, exist_ok=True)

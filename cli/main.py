@@ -2,57 +2,91 @@
 
 Commands import the library lazily, inside their bodies, so ``--help`` stays
 quick (P-6). A library error reaches the user as one message and its exit
-code, never a traceback.
+code, never a traceback; warnings of the ``ledger`` and ``projections``
+loggers are printed on stderr.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 from typing import Any
 
 import click
 
+from cli.commands_config import diff_config
+from cli.commands_health import doctor, verify
+from cli.commands_operator import approve, extend_attempts, policy, reset_budget
+from cli.commands_run import create, record, resume
+from cli.commands_view import check, export, head, history, results, status
+from cli.demo import demo
+from cli.import_cmd import import_
+
 __all__ = ["main"]
+
+_LOGGERS = ("ledger", "projections")
+
+
+class _EchoHandler(logging.Handler):
+    """Library warnings on the current stderr, one line each."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        click.echo(f"rollout-ledger: warning: {record.getMessage()}", err=True)
 
 
 class LedgerGroup(click.Group):
     """A click group that maps library errors to messages and exit codes (CLI-1)."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        from ledger.errors import LedgerError
-
+        handler = _EchoHandler(logging.WARNING)
+        for name in _LOGGERS:
+            logging.getLogger(name).addHandler(handler)
         try:
             return super().invoke(ctx)
-        except LedgerError as exc:
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise  # --help, usage errors: click's own (P-6: no library import)
+        except Exception as exc:
+            from ledger.errors import LedgerError
+
+            if not isinstance(exc, LedgerError):
+                raise  # a bug: exit 1 with its traceback (CLI-1)
             click.echo(f"rollout-ledger: {exc}", err=True)
             sys.exit(exc.exit_code)
+        finally:
+            for name in _LOGGERS:
+                logging.getLogger(name).removeHandler(handler)
 
 
-@click.group(cls=LedgerGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    "rollout-ledger",
+    cls=LedgerGroup,
+    context_settings={
+        "help_option_names": ["-h", "--help"],
+        # Help is the same everywhere, so README's CLI reference can quote it.
+        "max_content_width": 88,
+        "terminal_width": 88,
+    },
+)
 @click.version_option(package_name="rollout-ledger")
 def main() -> None:
     """Resumable, auditable LLM evaluation and RL rollout-collection runs.
 
     Every attempt, failure, judge admission, approval, budget reset and drift
     acceptance is an event in an append-only log beside the run's files;
-    resuming is a replay followed by a gate check.
+    resuming is a replay followed by a gate check. Exit codes: 0 done, 2 usage,
+    3 refused (configuration, identity, row), 4 contention (lock held), 5
+    unknown or corrupt saved work, 75/76 check: unfinished work (some / none
+    retryable).
 
-    Example: rollout-ledger head results/rollouts.jsonl
+    \b
+    Example:
+      rollout-ledger status results/rollouts.jsonl
     """
 
 
-@main.command()
-@click.argument("out", type=click.Path(dir_okay=False))
-def head(out: str) -> None:
-    """Print the last seq and the head hash of a run's log (CLI-13).
-
-    Keep this line somewhere safe: deleting the newest events is only
-    detectable against an exported head (EV-2).
-
-    Example: rollout-ledger head results/rollouts.jsonl
-    """
-    from ledger.run import Ledger
-
-    with Ledger.open(out) as led:
-        seq, digest = led.head()
-    click.echo(f"{seq} {digest.hex()}")
+for _command in (
+    create, resume, record, status, check, history, verify, approve, reset_budget,
+    extend_attempts, policy, diff_config, results, export, head, doctor, demo,
+):  # fmt: skip
+    main.add_command(_command)
+main.add_command(import_, "import")

@@ -27,6 +27,7 @@ from ledger.failure_kinds import FAILURE_KINDS, is_namespaced, is_registered, si
 from ledger.files import atomic_replace, publish_json
 from ledger.identity import config_identity, identity_digest
 from ledger.judge import JudgeAdmission
+from ledger.legacy import import_legacy_run
 from ledger.lock import RunLock
 from ledger.manifest import RunManifest
 from ledger.policy import RecoveryPolicy
@@ -97,6 +98,7 @@ __all__ = [
     "has_recorded_grade",
     "has_saved_generation",
     "identity_digest",
+    "import_legacy_run",
     "is_final_agent_timeout",
     "is_infrastructure_agent_timeout",
     "is_namespaced",

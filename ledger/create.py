@@ -10,7 +10,7 @@ from typing import Any, Protocol
 import msgspec
 
 from ledger.clock import Clock
-from ledger.errors import LedgerError
+from ledger.errors import ConfigError, LedgerError
 from ledger.events import RunCreated, encode_body
 from ledger.files import fsync_dir
 from ledger.materialize import MaterializedInputs
@@ -53,7 +53,7 @@ def refuse_existing_run(paths: RunPaths) -> None:
     # accepts them only when byte-identical).
     for path in (paths.db, paths.out, paths.sidecar):
         if path.exists():
-            raise LedgerError(
+            raise ConfigError(
                 f"{path} exists: this run was started already; continue it with "
                 "`rollout-ledger resume`, or bring an older run in with "
                 "`rollout-ledger import`"

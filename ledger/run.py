@@ -9,6 +9,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+import msgspec
+
 from ledger.chain import ChainBreak, first_chain_break
 from ledger.clock import Clock
 from ledger.create import (
@@ -19,7 +21,15 @@ from ledger.create import (
     run_created_body,
 )
 from ledger.errors import CorruptLedger, LedgerError, UnknownEvent
-from ledger.events import KINDS, Event, RunCreated, StoredEvent, encode_body, kind_of
+from ledger.events import (
+    KINDS,
+    Event,
+    RunCreated,
+    StoredEvent,
+    decode_body,
+    encode_body,
+    kind_of,
+)
 from ledger.lock import RunLock
 from ledger.materialize import write_materialized
 from ledger.paths import RunPaths
@@ -173,7 +183,7 @@ class Ledger(RecordingMixin):
         """Append ``bodies`` in one transaction (group commit, EV-11)."""
         self._require_writer()
         at = self.clock.now()  # one instant per transaction: its events land together
-        new = [NewEvent(kind_of(body), at, actor, encode_body(body)) for body in bodies]
+        new = [NewEvent(kind_of(body), at, actor, _checked(body)) for body in bodies]
         with self._write_lock:
             rows = self._store.append_many(new, expected_seq=expected_seq)
             if self._recorder is not None:
@@ -196,8 +206,9 @@ class Ledger(RecordingMixin):
         self, from_seq: int = 1, *, kinds: Sequence[str] = ()
     ) -> Iterator[StoredEvent]:
         """Stored events in ``seq`` order from ``from_seq``, streamed (EV-13)."""
+        db = self.paths.db  # once, not per row: replay reads millions (P-3)
         for row in self._store.rows(from_seq, kinds=kinds):
-            yield decode_row(row, path=self.paths.db)
+            yield decode_row(row, path=db)
 
     def raw_events(self, from_seq: int = 1) -> Iterator[EventRow]:
         """Stored rows, undecoded, for chain checks and exports."""
@@ -296,3 +307,14 @@ def _refuse_files_without_ledger(paths: RunPaths) -> None:
             f"a ledger; bring it in with `rollout-ledger import {paths.out}`",
             path=paths.db,
         )
+
+
+def _checked(body: Event) -> bytes:
+    # A Struct built in code skips its Meta constraints; what is stored must
+    # decode, or every later replay would stop at it (REC-12).
+    data = encode_body(body)
+    try:
+        decode_body(data)
+    except msgspec.ValidationError as exc:
+        raise LedgerError(f"refusing to append a {kind_of(body)} event: {exc}") from exc
+    return data

@@ -114,10 +114,14 @@ class WriteIndex:
 
     def _advance(self, location: Location, line: int | None) -> None:
         end = self.ends.setdefault(location.file, FileEnd())
+        new_bytes = location.offset + location.length > end.offset
         end.offset = max(end.offset, location.offset + location.length)
         # The sidecar's 0-based line is stored (an import may have left
         # unrecorded lines before it); results count their own rows.
-        end.lines = max(end.lines, line + 1) if line is not None else end.lines + 1
+        if line is not None:
+            end.lines = max(end.lines, line + 1)
+        elif new_bytes:  # an import already counted the rows it read
+            end.lines += 1
 
     def end_of(self, file: str) -> FileEnd:
         """The recorded end of ``file`` (zero when nothing was recorded there)."""

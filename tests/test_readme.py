@@ -5,7 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).parents[1]
-DEMO_COMMAND = "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/rollout-ledger demo"
+DEMO_COMMAND = " && ".join(
+    [
+        "python3 -m venv .venv",
+        ".venv/bin/pip install -e .",
+        ".venv/bin/rollout-ledger demo",
+    ]
+)
 TEST_COMMAND = (
     "python3 -m venv .venv && .venv/bin/pip install -e '.[dev]' && .venv/bin/pytest"
 )

@@ -1,0 +1,256 @@
+"""Operator actions (CLI-10): approve, reset-budget, extend-attempts, policy.
+
+Each runs under the run lock, appends its event as ``operator:<login>`` with
+the head it saw (a concurrent append is a ``ConcurrencyConflict``, exit 4),
+republishes, and prints what changed in the plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from cli.common import operator_actor, out_argument, reader, writer
+
+if TYPE_CHECKING:
+    from ledger import Ledger
+    from ledger.events import Event
+    from projections import RunState
+
+__all__ = ["approve", "extend_attempts", "policy", "reset_budget"]
+
+_reason_option = click.option(
+    "--reason", required=True, help="Why, recorded in the event (who is recorded too)."
+)
+
+
+def _apply(led: Ledger, state: RunState, bodies: Sequence[Event]) -> None:
+    """Append ``bodies`` at the head ``state`` saw, republish, print the changes."""
+    from cli.render import plan_change_lines
+    from projections import decide_all, publish, replay
+
+    before = decide_all(state)
+    led.append_many(bodies, expected_seq=state.as_of_seq, actor=operator_actor())
+    after_state = replay(led)
+    after = decide_all(after_state)
+    publish(led, after_state, after)
+    for line in plan_change_lines(before, after):
+        click.echo(line)
+
+
+def _held_attempts(
+    state: RunState, reason_held: str | None, kind: str | None
+) -> list[tuple[int, int, int, str]]:
+    from cli.render import decision_line
+    from projections import decide_all
+
+    return [
+        (task, rollout, d.attempt, decision_line(task, rollout, d))
+        for (task, rollout), d in decide_all(state).items()
+        if d.value == "held"
+        and (reason_held is None or d.reason == reason_held)
+        and (kind is None or d.kind == kind)
+    ]
+
+
+def _named_attempt(
+    state: RunState, task: int, rollout: int, attempt: int
+) -> list[tuple[int, int, int, str]]:
+    from ledger import ConfigError
+
+    if rollout not in state.rollouts.get(task, {}):
+        raise ConfigError(
+            f"task {task}, rollout {rollout} is not among this run's rollouts",
+            key="task",
+        )
+    return [
+        (task, rollout, attempt, f"task {task} rollout {rollout} attempt {attempt}")
+    ]
+
+
+@click.command()
+@out_argument
+@click.option("--task", type=click.IntRange(min=0), help="The rollout's task.")
+@click.option("--rollout", type=click.IntRange(min=0), help="The rollout index.")
+@click.option("--attempt", type=click.IntRange(min=0), help="The attempt to reopen.")
+@click.option("--all-held", is_flag=True, help="Every held rollout (with filters).")
+@click.option("--reason-held", help="Only held rollouts with this reason.")
+@click.option("--kind", help="Only held rollouts with this failure kind.")
+@_reason_option
+@click.option("--dry-run", is_flag=True, help="List the attempts; record nothing.")
+def approve(
+    out: Path,
+    task: int | None,
+    rollout: int | None,
+    attempt: int | None,
+    all_held: bool,
+    reason_held: str | None,
+    kind: str | None,
+    reason: str,
+    dry_run: bool,
+) -> None:
+    """Approve rerunning held attempts: rerun_approved (REC-25).
+
+    Name one attempt (--task --rollout --attempt), or every held rollout with
+    --all-held, narrowed by --reason-held (e.g. kept_answer) and --kind.
+    An approval reopens exactly the attempt it names; --dry-run lists them.
+
+    \b
+    Example:
+      rollout-ledger approve results/rollouts.jsonl --all-held \\
+          --reason-held masked_without_artifact --reason "artifacts lost" --dry-run
+    """
+    from ledger import events
+    from projections import replay
+
+    named = (task, rollout, attempt)
+    if (all_held and named != (None, None, None)) or (not all_held and None in named):
+        raise click.UsageError(
+            "name one attempt (--task, --rollout and --attempt) or use --all-held"
+        )
+    if not all_held and (reason_held or kind):
+        raise click.UsageError("--reason-held and --kind filter --all-held")
+    with reader(out) if dry_run else writer(out) as led:
+        state = replay(led)
+        if all_held:
+            chosen = _held_attempts(state, reason_held, kind)
+        else:
+            chosen = _named_attempt(state, *named)  # type: ignore[arg-type]
+        for *_, line in chosen:
+            click.echo(("would approve " if dry_run else "approve ") + line)
+        if not chosen:
+            click.echo("no held rollout matches; nothing recorded")
+        elif not dry_run:
+            bodies = [
+                events.RerunApproved(task=t, rollout=r, attempt=a, reason=reason)
+                for t, r, a, _ in chosen
+            ]
+            _apply(led, state, bodies)
+
+
+@click.command("reset-budget")
+@out_argument
+@_reason_option
+def reset_budget(out: Path, reason: str) -> None:
+    """Reset the failure budget: failure_budget_reset (REC-16).
+
+    Outcomes recorded so far no longer count toward any cap; outcomes, attempt
+    numbers and rollout ids are unchanged. The ledger must verify first (chain
+    and files); the reset is also a line of failure_budget.log.
+
+    \b
+    Example:
+      rollout-ledger reset-budget results/rollouts.jsonl --reason "judge outage"
+    """
+    from ledger import CorruptLedger, events
+    from projections import replay, verify
+
+    with writer(out) as led:
+        # REC-16: the chain and the files must verify; the published files are
+        # rewritten by this action anyway.
+        findings = [f for f in verify(led) if f.check != "published"]
+        if findings:
+            raise CorruptLedger(
+                "the run does not verify, so its budget is not reset:\n"
+                + "\n".join(f"  {finding}" for finding in findings)
+            )
+        state = replay(led)
+        sidecar = led.paths.relative(led.paths.sidecar)
+        lines = led.write_index().end_of(sidecar).lines  # verified: the file's lines
+        body = events.FailureBudgetReset(
+            excluded_lines=lines, before_seq=state.as_of_seq, reason=reason
+        )
+        click.echo(f"reset: sidecar lines < {lines} and seq <= {state.as_of_seq}")
+        _apply(led, state, [body])
+
+
+@click.command("extend-attempts")
+@out_argument
+@click.argument("total", metavar="N", type=click.IntRange(min=1))
+@_reason_option
+def extend_attempts(out: Path, total: int, reason: str) -> None:
+    """Raise every rollout's cap: attempts_extended (REC-11).
+
+    The cap becomes the saved cap + N.
+
+    N is the total extension, not an increment: it is recorded only when it
+    exceeds the total in force, so repeating the command (a Slurm requeue)
+    never grows the cap again.
+
+    \b
+    Example:
+      rollout-ledger extend-attempts results/rollouts.jsonl 2 --reason "flaky judge"
+    """
+    from ledger import events
+    from projections import replay
+
+    with writer(out) as led:
+        state = replay(led)
+        if total <= state.extension:  # REC-11: only a larger total is recorded
+            click.echo(
+                f"the extension in force is {state.extension} (cap {state.cap}); "
+                "nothing recorded"
+            )
+            return
+        click.echo(f"cap {state.cap} -> {state.max_rollout_attempts + total}")
+        _apply(led, state, [events.AttemptsExtended(total=total, reason=reason)])
+
+
+def _setting(text: str) -> tuple[str, Any]:
+    import msgspec
+
+    key, sep, raw = text.partition("=")
+    if not sep or not key:
+        raise click.BadParameter(f"{text!r} is not KEY=VALUE", param_hint="--set")
+    try:
+        return key, msgspec.json.decode(raw)  # REC-60: JSON, else a string
+    except msgspec.DecodeError:
+        return key, raw
+
+
+@click.command()
+@out_argument
+@click.option(
+    "--set",
+    "settings",
+    multiple=True,
+    required=True,
+    metavar="KEY=VALUE",
+    help="A policy setting; VALUE is JSON, else a string; dotted keys reach "
+    "into mappings.",
+)
+@_reason_option
+def policy(out: Path, settings: tuple[str, ...], reason: str) -> None:
+    """Change the run's recovery policy: policy_changed (REC-60).
+
+    The change applies to every outcome on replay. Settings: fault_share,
+    side_overrides.<kind> (evaluation or model; null removes), regrade_kinds,
+    retry_terminal_timeouts, max_free_attempts.
+
+    \b
+    Example:
+      rollout-ledger policy results/rollouts.jsonl \\
+          --set side_overrides.session_lost=model --reason "agent bug 123"
+    """
+    import msgspec
+
+    from ledger import events
+    from ledger.policy_log import policy_changes, policy_from_json
+    from projections import replay
+
+    wanted = dict(_setting(text) for text in settings)
+    with writer(out) as led:
+        state = replay(led)
+        changes = policy_changes(policy_from_json(state.policy), wanted)
+        if not changes:
+            click.echo("the policy already has these values; nothing recorded")
+            return
+        for key, change in sorted(changes.items()):
+            old, new = (
+                msgspec.json.encode(v).decode() for v in (change.old, change.new)
+            )
+            click.echo(f"policy {key}: {old} -> {new}")
+        _apply(led, state, [events.PolicyChanged(changes=changes, reason=reason)])

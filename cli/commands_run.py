@@ -1,0 +1,264 @@
+"""Commands that run a collection: ``create``, ``resume`` and ``record``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from cli.common import (
+    config_options,
+    load_config,
+    load_global_config,
+    out_argument,
+    reader,
+    run_clock,
+    writer,
+)
+
+if TYPE_CHECKING:
+    from projections import Plan
+
+__all__ = ["create", "record", "resume"]
+
+_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
+def _with_agent(rows: list[Any], config: dict[str, Any]) -> list[Any]:
+    # CLI-2: a row without agent_ref takes the collection's agent_name.
+    agent = config.get("agent_name")
+    if isinstance(agent, str):
+        for row in rows:
+            if isinstance(row, dict) and "agent_ref" not in row:
+                row["agent_ref"] = {"name": agent}
+    return rows
+
+
+@click.command()
+@out_argument
+@click.option("--inputs", required=True, type=_FILE, help="Materialized rows (JSONL).")
+@click.option("--source", type=_FILE, help="The dataset the rows came from.")
+@config_options
+@click.option(
+    "--max-attempts",
+    type=click.IntRange(min=1),
+    help="Attempts per rollout (default: NEMO_GYM_MAX_ROLLOUT_ATTEMPTS, else 3).",
+)
+@click.option(
+    "--policy",
+    type=_FILE,
+    help="Recovery policy (JSON); else the owning launcher's recovery_policy.json.",
+)
+@click.option(
+    "--journal-mode",
+    type=click.Choice(["wal", "delete"]),
+    default="wal",
+    show_default=True,
+    help="SQLite journal mode; delete where WAL is unsafe (see doctor).",
+)
+def create(
+    out: Path,
+    inputs: Path,
+    source: Path | None,
+    config: Path,
+    global_configs: tuple[Path, ...],
+    max_attempts: int | None,
+    policy: Path | None,
+    journal_mode: str,
+) -> None:
+    """Start a run: materialize the inputs, create the ledger (CLI-2).
+
+    Takes the run lock, copies the input rows (each with its task and rollout
+    index) to the materialized inputs, records run_created with the manifest,
+    the credential-safe identity and the policy, and publishes the manifest
+    and coverage. Refuses a run that exists: continue it with resume, or bring
+    an older one in with import.
+
+    \b
+    Example:
+      rollout-ledger create results/rollouts.jsonl --inputs rows.jsonl \\
+          --config collection.yaml --global-config servers.yaml
+    """
+    from ledger import Ledger, RunLock, RunManifest, creation_policy
+    from ledger.plan_record import read_plan_rows
+    from projections import publish, replay
+
+    collection = load_config(config)
+    servers = load_global_config(global_configs)
+    rows = _with_agent(read_plan_rows(inputs)[0], collection)
+    clock = run_clock()
+    with RunLock(out) as lock:
+        run_policy = creation_policy(out, policy_file=policy)
+        manifest = RunManifest.create(
+            source,
+            rows,
+            collection,
+            servers,
+            max_rollout_attempts=max_attempts,
+            run_dir=out.parent,
+            clock=clock,
+        )
+        with Ledger.create(
+            out,
+            manifest,
+            rows,
+            lock=lock,
+            policy=run_policy,
+            clock=clock,
+            journal_mode=journal_mode,
+        ) as led:
+            state = replay(led)
+            publish(led, state)
+    click.echo(
+        f"created run {state.run_id}: {state.expected} rollouts of "
+        f"{len(state.rollouts)} tasks, cap {state.cap}, config "
+        f"{manifest.config_digest[:12]}, journal {journal_mode}"
+    )
+    servers_args = "".join(f" --global-config {path}" for path in global_configs)
+    click.echo(f"next: rollout-ledger resume {out} --config {config}{servers_args}")
+
+
+def _plan_lines(plan: Plan) -> list[str]:
+    counts = ", ".join(f"{name} {count}" for name, count in plan.counts.items())
+    return [
+        f"plan: {len(plan.dispatch)} to dispatch, {len(plan.rejudge)} to re-judge, "
+        f"{len(plan.held)} held",
+        f"  counts: {counts}",
+    ]
+
+
+def _write_plan(path: Path, plan: Plan) -> None:
+    import msgspec
+
+    from ledger import atomic_replace
+
+    encode = msgspec.json.Encoder(order="deterministic").encode
+    lines = [encode(row) for row in plan.dispatch]
+    lines += [encode({"rejudge": item}) for item in plan.rejudge]
+    atomic_replace(path, b"".join(line + b"\n" for line in lines))
+
+
+@click.command()
+@out_argument
+@config_options
+@click.option("--source", type=_FILE, help="The dataset the rows came from.")
+@click.option(
+    "--extend-attempts",
+    type=click.IntRange(min=0),
+    default=0,
+    help="Total extra attempts per rollout; recorded only when it grows (REC-11).",
+)
+@click.option(
+    "--rerun-masked-without-artifact",
+    "approvals",
+    type=_FILE,
+    help="Approvals file: one '{task, rollout, attempt}' or 'T R A' a line.",
+)
+@click.option(
+    "--retry-terminal-timeouts/--no-retry-terminal-timeouts",
+    default=None,
+    help="Record the policy opt-in for stamped-terminal timeouts (REC-15).",
+)
+@click.option("--allow-unsafe", is_flag=True, help="Proceed across a refusal.")
+@click.option("--longest-first", is_flag=True, help="Dispatch longest rollouts first.")
+@click.option("--reason", help="Why, recorded with the operator events.")
+@click.option("--dry-run", is_flag=True, help="Print the verdict and plan only.")
+@click.option(
+    "--plan-out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the released plan as JSONL for a collector without the API.",
+)
+def resume(
+    out: Path,
+    config: Path,
+    global_configs: tuple[Path, ...],
+    source: Path | None,
+    extend_attempts: int,
+    approvals: Path | None,
+    retry_terminal_timeouts: bool | None,
+    allow_unsafe: bool,
+    longest_first: bool,
+    reason: str | None,
+    dry_run: bool,
+    plan_out: Path | None,
+) -> None:
+    """Replay, check the gate and release the plan (CLI-4).
+
+    Prints the gate's verdict, then the plan's counts. A refusal names every
+    semantic key with its saved and current values (exit 3). --plan-out writes
+    the rows to dispatch, then {"rejudge": {...}} lines, for a collector that
+    records its outcomes with `rollout-ledger record`. --dry-run writes nothing.
+
+    \b
+    Example:
+      rollout-ledger resume results/rollouts.jsonl --config collection.yaml \\
+          --global-config servers.yaml --plan-out plan.jsonl
+    """
+    from projections import resume as resume_run
+
+    if dry_run and plan_out is not None:
+        raise click.UsageError("--plan-out releases a plan; --dry-run writes nothing")
+    collection = load_config(config)
+    servers = load_global_config(global_configs)
+    with reader(out) if dry_run else writer(out) as led:
+        found = resume_run(
+            led,
+            collection,
+            servers,
+            source=source,
+            extend_attempts=extend_attempts,
+            approvals=approvals,
+            retry_terminal_timeouts=retry_terminal_timeouts,
+            allow_unsafe=allow_unsafe,
+            longest_first=longest_first,
+            reason=reason,
+            dry_run=dry_run,
+        )
+        if plan_out is not None:
+            _write_plan(plan_out, found.plan)
+    from cli.render import verdict_lines
+
+    for line in verdict_lines(found.verdict) + _plan_lines(found.plan):
+        click.echo(line)
+    if plan_out is not None:
+        click.echo(f"plan written to {plan_out}")
+    if dry_run:
+        click.echo("dry run: nothing was written")
+
+
+_RECORDED = {
+    "result_saved": "results",
+    "failure_saved": "failures",
+    "omission_saved": "omissions",
+    "judge_outcome_saved": "re-judgments",
+}
+
+
+@click.command()
+@out_argument
+@click.argument("rows_file", metavar="ROWS.jsonl", type=_FILE)
+def record(out: Path, rows_file: Path) -> None:
+    """Record the outcome rows of a plan file's collector (CLI-5).
+
+    Each row names a released attempt of this run (reserved and recorded in
+    one transaction) or carries _ng_rejudgment: {task, rollout, attempt} of a
+    released re-judgment (admitted and saved). A row that fits neither is
+    refused with its line number, and nothing of the file is recorded.
+
+    \b
+    Example:
+      rollout-ledger record results/rollouts.jsonl outcomes.jsonl
+    """
+    from ledger.plan_record import read_plan_rows, record_plan_rows
+    from projections import publish, replay
+
+    rows, lines = read_plan_rows(rows_file)
+    with writer(out) as led:
+        counts = record_plan_rows(led, rows, lines=lines, source=str(rows_file))
+        publish(led, replay(led))
+    parts = [f"{counts.get(kind, 0)} {name}" for kind, name in _RECORDED.items()]
+    click.echo(
+        f"recorded {len(rows)} rows: {', '.join(parts)} "
+        f"({counts.get('attempt_reserved', 0)} attempts reserved)"
+    )

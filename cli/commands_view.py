@@ -1,0 +1,251 @@
+"""Commands that read a run: status, check, history, results, export, head.
+
+Each opens the run read-only and never writes (EV-12), except ``status
+--publish``, which takes the lock to rewrite the published files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cli.common import echo_json, out_argument, progress, quiet_option, reader, writer
+
+__all__ = ["check", "export", "head", "history", "results", "status"]
+
+_OUTPUT = click.Path(dir_okay=False, writable=True, path_type=Path)
+
+
+def _sink(path: Path | None) -> Any:
+    """``path`` opened to replace it atomically when closed; else binary stdout."""
+    return click.open_file("-" if path is None else str(path), "wb", atomic=True)
+
+
+def _held(decisions: Any) -> list[dict[str, Any]]:
+    fields = ("attempt", "reason", "kind", "rule")
+    return [
+        {"task": task, "rollout": rollout} | {f: getattr(d, f) for f in fields}
+        for (task, rollout), d in decisions.items()
+        if d.value == "held"
+    ]
+
+
+@click.command()
+@out_argument
+@click.option("--json", "as_json", is_flag=True, help="One JSON document instead.")
+@click.option("--publish", is_flag=True, help="Take the lock and rewrite the files.")
+def status(out: Path, as_json: bool, publish: bool) -> None:
+    """Show the run's manifest summary and coverage (CLI-6).
+
+    The coverage of REC-41 as a table, the manifest summary (run id, digests,
+    cap and extension, policy, drift and overrides), held rollouts with reasons
+    and kinds, and pending repairs. --publish takes the run lock and rewrites
+    the published files from the log.
+
+    \b
+    Example:
+      rollout-ledger status results/rollouts.jsonl --json
+    """
+    from cli.render import coverage_lines, decision_line, run_lines, run_summary
+    from projections import coverage, decide_all, replay
+    from projections import publish as publish_files
+
+    with writer(out) if publish else reader(out) as led:
+        state = replay(led)
+        decisions = decide_all(state)
+        if publish:
+            publish_files(led, state, decisions)
+        repairs = [
+            {"file": p.file, "line": p.line, "what": p.what}
+            for p in led.pending_repairs()
+        ]
+    summary = run_summary(state)
+    cover = coverage(state, decisions).to_dict()
+    held = _held(decisions)
+    if as_json:
+        echo_json(
+            {
+                "run": summary,
+                "coverage": cover,
+                "held": held,
+                "pending_repairs": repairs,
+            }
+        )
+        return
+    lines = run_lines(summary) + coverage_lines(cover)
+    lines += [f"held ({len(held)}):"] if held else []
+    lines += [
+        "  " + decision_line(task, rollout, d)
+        for (task, rollout), d in decisions.items()
+        if d.value == "held"
+    ]
+    lines += [f"pending repairs ({len(repairs)}):"] if repairs else []
+    lines += [f"  {r['file']} line {r['line']}: {r['what']}" for r in repairs]
+    if publish:
+        lines.append("published files rewritten from the log")
+    for line in lines:
+        click.echo(line)
+
+
+@click.command()
+@out_argument
+def check(out: Path) -> None:
+    """Exit 0 if the evaluation is complete, else 75 or 76 (CLI-7).
+
+    75: unfinished work, some of it retryable (resume); 76: none of it
+    retryable (only held, terminal or exhausted rollouts remain). The message
+    counts each unfinished kind and names the command that helps.
+
+    \b
+    Example:
+      rollout-ledger check results/rollouts.jsonl || echo "not done: $?"
+    """
+    from projections import check_complete, replay
+
+    with reader(out) as led:
+        state = replay(led)
+    check_complete(state)
+    click.echo(f"complete: all {state.expected} rollouts are complete or omitted")
+
+
+@click.command()
+@out_argument
+@click.option("--task", type=click.IntRange(min=0), help="Only this task.")
+@click.option("--rollout", type=click.IntRange(min=0), help="Only this rollout index.")
+@click.option("--kind", help="Only events of this kind (e.g. failure_saved).")
+@click.option("--since", type=click.IntRange(min=1), help="Only from this seq on.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document instead.")
+def history(
+    out: Path,
+    task: int | None,
+    rollout: int | None,
+    kind: str | None,
+    since: int | None,
+    as_json: bool,
+) -> None:
+    """Print the audit trail, one line per event (CLI-8).
+
+    Columns: seq, time, actor, kind, key (t<task> r<rollout> a<attempt>) and a
+    summary; superseded, duplicate and abandoned entries are marked. With
+    --task and --rollout it ends with the rollout's decision and the rule that
+    decided.
+
+    \b
+    Example:
+      rollout-ledger history results/rollouts.jsonl --task 3 --rollout 0
+    """
+    import msgspec
+
+    from cli.render import history_line
+    from projections import history as trail
+
+    with reader(out) as led:
+        found = trail(led, task=task, rollout=rollout, kind=kind, since=since)
+    if as_json:
+        echo_json(
+            {
+                "entries": msgspec.to_builtins(found.entries),
+                "decision": msgspec.to_builtins(found.decision),
+                "why": found.why,
+            }
+        )
+        return
+    for entry in found.entries:
+        click.echo(history_line(entry))
+    if found.decision is not None:
+        decision = found.decision
+        click.echo(
+            f"decision: {decision.value} (attempt {decision.attempt}, "
+            f"{decision.reason}) by {found.why}"
+        )
+
+
+@click.command()
+@out_argument
+@click.option("-o", "--output", type=_OUTPUT, help="Write to FILE, not stdout.")
+@click.option("--all", "everything", is_flag=True, help="Add unfinished rollouts.")
+@quiet_option
+def results(out: Path, output: Path | None, everything: bool, quiet: bool) -> None:
+    """Write the selected result of each rollout as JSONL (CLI-12).
+
+    In materialized order, each row as saved plus _ng_decision, with reward
+    set to the decided score (a settled zero is marked _ng_settled_zero).
+    Superseded attempts, duplicates and retried masked rows never appear.
+    --all adds every unfinished rollout with its decision and no reward.
+
+    \b
+    Example:
+      rollout-ledger results results/rollouts.jsonl -o selected.jsonl
+    """
+    import msgspec
+
+    from projections import coverage, replay, selected_results
+
+    encode = msgspec.json.Encoder().encode
+    with reader(out) as led, _sink(output) as sink:
+        state = replay(led)
+        total = state.expected if everything else coverage(state).decisions["complete"]
+        rows = selected_results(led, state, all=everything)
+        written = 0
+        with progress(rows, length=total, label="results", quiet=quiet) as bar:
+            for row in bar:
+                sink.write(encode(row) + b"\n")
+                written += 1
+    if output is not None:
+        click.echo(f"wrote {written} rows to {output}")
+
+
+@click.command()
+@out_argument
+@click.option("-o", "--output", type=_OUTPUT, help="Write to FILE, not stdout.")
+@quiet_option
+def export(out: Path, output: Path | None, quiet: bool) -> None:
+    """Write every event as one JSON object a line, for auditors (CLI-13).
+
+    Each line is the envelope (seq, kind, at, actor), the body exactly as
+    stored and hashed, and prev_hash and hash in hex, so the chain can be
+    checked from the export alone (EV-2).
+
+    \b
+    Example:
+      rollout-ledger export results/rollouts.jsonl -o events.jsonl
+    """
+    import msgspec
+
+    encode = msgspec.json.Encoder().encode
+    with reader(out) as led, _sink(output) as sink:
+        length = led.head()[0]
+        rows = led.raw_events()
+        with progress(rows, length=length, label="export", quiet=quiet) as bar:
+            for row in bar:
+                line = {
+                    "seq": row.seq,
+                    "kind": row.kind,
+                    "at": row.at,
+                    "actor": row.actor,
+                    "body": msgspec.Raw(bytes(row.body)),
+                    "prev_hash": bytes(row.prev_hash).hex(),
+                    "hash": bytes(row.hash).hex(),
+                }
+                sink.write(encode(line) + b"\n")
+    if output is not None:
+        click.echo(f"wrote {length} events to {output}")
+
+
+@click.command()
+@out_argument
+def head(out: Path) -> None:
+    """Print the last seq and the head hash of a run's log (CLI-13).
+
+    Keep this line somewhere safe: deleting the newest events is only
+    detectable against an exported head (EV-2).
+
+    \b
+    Example:
+      rollout-ledger head results/rollouts.jsonl
+    """
+    with reader(out) as led:
+        seq, digest = led.head()
+    click.echo(f"{seq} {digest.hex()}")

@@ -1,0 +1,173 @@
+"""What the commands share: options, opening a run, configuration files, output.
+
+Nothing here imports the library at module level (P-6: ``--help`` stays as
+quick as importing click); each helper imports what it needs when called.
+"""
+
+from __future__ import annotations
+
+import getpass
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+if TYPE_CHECKING:
+    from ledger import Clock, Ledger
+
+__all__ = [
+    "config_options",
+    "echo_json",
+    "load_config",
+    "load_global_config",
+    "operator_actor",
+    "out_argument",
+    "progress",
+    "quiet_option",
+    "reader",
+    "run_clock",
+    "writer",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+
+#: ``OUT``: the run's output JSONL, existing or not; its companions derive from it.
+out_argument = click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
+
+quiet_option = click.option(
+    "--quiet", "-q", is_flag=True, help="No progress bar, even on a terminal."
+)
+
+
+def config_options(func: F) -> F:
+    """``--config`` and ``--global-config`` (any number, merged in order)."""
+    func = click.option(
+        "--global-config",
+        "global_configs",
+        multiple=True,
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        help="Servers configuration (YAML or JSON); repeat to merge in order, "
+        "as Hydra does.",
+    )(func)
+    return click.option(
+        "--config",
+        required=True,
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        help="The collection configuration (YAML or JSON).",
+    )(func)
+
+
+# -- configuration files -----------------------------------------------------------
+
+
+def _load(path: Path) -> Any:
+    import yaml  # type: ignore[import-untyped]  # omegaconf's parser
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    from ledger import ConfigError
+
+    try:
+        return OmegaConf.load(path)
+    except (OSError, OmegaConfBaseException, ValueError, yaml.YAMLError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ConfigError(
+            f"cannot read the configuration {path}: {first}", path=path
+        ) from exc
+
+
+def _plain(config: Any, path: str) -> dict[str, Any]:
+    from omegaconf import DictConfig, OmegaConf
+
+    from ledger import ConfigError
+
+    if not isinstance(config, DictConfig):
+        raise ConfigError(f"the configuration {path} is not a mapping", path=path)
+    # ID-2, ID-8: interpolations stay as written; the identity resolves them.
+    plain: dict[str, Any] = OmegaConf.to_container(
+        config, resolve=False, throw_on_missing=False
+    )  # type: ignore[assignment]
+    return plain
+
+
+def load_config(path: Path) -> dict[str, Any]:
+    """A collection configuration as plain data, its interpolations unresolved."""
+    return _plain(_load(path), str(path))
+
+
+def load_global_config(paths: Iterable[Path]) -> dict[str, Any]:
+    """Global configurations merged in order, as Hydra merges them."""
+    from omegaconf import OmegaConf
+
+    configs = [_load(path) for path in paths]
+    if not configs:
+        return {}
+    names = ", ".join(str(path) for path in paths)
+    return _plain(OmegaConf.merge(*configs), names)
+
+
+# -- opening a run -----------------------------------------------------------------
+
+
+def run_clock() -> Clock:
+    """The clock of this invocation (tests pass a seeded one as ``obj["clock"]``)."""
+    from ledger import Clock
+
+    obj = click.get_current_context().find_root().obj or {}
+    clock = obj.get("clock")
+    return clock if clock is not None else Clock()
+
+
+def operator_actor() -> str:
+    """``operator:<login>`` (EV-1), or the actor a caller set as ``obj["actor"]``."""
+    obj = click.get_current_context().find_root().obj or {}
+    if obj.get("actor"):
+        return str(obj["actor"])
+    try:
+        login = getpass.getuser()
+    except (KeyError, OSError):
+        login = "unknown"
+    return f"operator:{login}"
+
+
+@contextmanager
+def reader(out: Path) -> Iterator[Ledger]:
+    """The run opened read-only: nothing is modified (EV-12)."""
+    from ledger import Ledger
+
+    with Ledger.open(out) as led:
+        yield led
+
+
+@contextmanager
+def writer(out: Path) -> Iterator[Ledger]:
+    """The run opened for writing under its lock, held for the command (EV-40)."""
+    from ledger import Ledger, RunLock
+
+    # An existing run only: a reader's open refuses anything else with the
+    # message that helps, before the lock folder is made.
+    Ledger.open(out).close()
+    with RunLock(out) as lock, Ledger.open(out, lock=lock, clock=run_clock()) as led:
+        yield led
+
+
+# -- output ------------------------------------------------------------------------
+
+
+def echo_json(value: Any) -> None:
+    """One JSON document on stdout (``--json``)."""
+    import msgspec
+
+    text = msgspec.json.format(msgspec.json.encode(value, order="sorted"), indent=2)
+    click.echo(text.decode())
+
+
+def progress(items: Iterable[T], *, length: int | None, label: str, quiet: bool) -> Any:
+    """A progress bar on a terminal's stderr; the items unchanged otherwise."""
+    if quiet or not sys.stderr.isatty():
+        return nullcontext(items)
+    return click.progressbar(items, length=length, label=label, file=sys.stderr)

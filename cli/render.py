@@ -1,0 +1,166 @@
+"""Text renderings of the library's values: coverage, plans, verdicts, changes.
+
+Pure functions from values to lines; the commands echo them. No rule lives
+here: every count and decision comes from ``projections``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from projections import Decision, GateVerdict, HistoryEntry, RunState
+
+__all__ = [
+    "coverage_lines",
+    "decision_line",
+    "history_line",
+    "plan_change_lines",
+    "run_lines",
+    "run_summary",
+    "verdict_lines",
+]
+
+Decisions = Mapping[tuple[int, int], "Decision"]
+
+
+def _short(digest: Any) -> str:
+    return str(digest)[:12]
+
+
+def run_summary(state: RunState) -> dict[str, Any]:
+    """The manifest summary of ``status`` (CLI-6), as plain values."""
+    manifest = state.manifest
+    return {
+        "run_id": state.run_id,
+        "created_at": manifest.get("created_at"),
+        "config_digest": manifest.get("config_digest"),
+        "materialized_digest": manifest.get("materialized_digest"),
+        "source_digest": manifest.get("source_digest"),
+        "max_rollout_attempts": state.max_rollout_attempts,
+        "extension": state.extension,
+        "cap": state.cap,
+        "policy": state.policy,
+        "policy_changes": state.policy_changes,
+        "drift_acceptances": len(state.drift),
+        "overrides": state.overrides,
+        "identity_overridden": bool(manifest.get("identity_overridden")),
+        "legacy_import": bool(manifest.get("legacy_import")),
+        "as_of_seq": state.as_of_seq,
+        "head_hash": state.head_hash,
+    }
+
+
+def _policy_text(policy: Mapping[str, Any]) -> str:
+    from ledger import RecoveryPolicy
+
+    defaults = RecoveryPolicy().to_json_dict()
+    changed = {k: v for k, v in policy.items() if defaults.get(k) != v}
+    if not changed:
+        return "defaults"
+    import msgspec
+
+    return ", ".join(
+        f"{key}={msgspec.json.encode(value).decode()}"
+        for key, value in sorted(changed.items())
+    )
+
+
+def run_lines(summary: Mapping[str, Any]) -> list[str]:
+    """The manifest summary as text: id, time, digests shortened, cap, policy."""
+    flags = [name for name in ("identity_overridden", "legacy_import") if summary[name]]
+    return [
+        f"run {summary['run_id']} created {summary['created_at']}"
+        + (f" ({', '.join(flags)})" if flags else ""),
+        f"  config {_short(summary['config_digest'])}  inputs "
+        f"{_short(summary['materialized_digest'])}  source "
+        f"{_short(summary['source_digest'])}",
+        f"  attempts: cap {summary['cap']} ({summary['max_rollout_attempts']} + "
+        f"{summary['extension']} extension)",
+        f"  policy: {_policy_text(summary['policy'])} "
+        f"({summary['policy_changes']} changes)",
+        f"  drift acceptances {summary['drift_acceptances']}, overrides "
+        f"{summary['overrides']}",
+        f"  head seq {summary['as_of_seq']} {summary['head_hash']}",
+    ]
+
+
+def coverage_lines(cover: Mapping[str, Any]) -> list[str]:
+    """REC-41's counts as a table: each decision, then its split."""
+    lines = [f"coverage at seq {cover['as_of_seq']}: {cover['expected']} rollouts"]
+    for value, count in cover["decisions"].items():
+        split = cover.get(value)
+        detail = ""
+        if isinstance(split, Mapping):
+            detail = ", ".join(f"{k} {n}" for k, n in split.items() if n)
+        lines.append(f"  {value:<10} {count:>7}" + (f"  ({detail})" if detail else ""))
+    tasks = cover["tasks"]
+    lines.append(
+        f"tasks: {tasks['complete']} complete, {tasks['partial']} partial, "
+        f"{tasks['none']} none"
+    )
+    lines.append(f"masked {cover['masked']}, suspect {cover['suspect']}")
+    if cover["failure_kinds"]:
+        kinds = ", ".join(f"{k} {n}" for k, n in cover["failure_kinds"].items())
+        lines.append(f"failure kinds of unfinished rollouts: {kinds}")
+    return lines
+
+
+def decision_line(task: int, rollout: int, decision: Decision) -> str:
+    """``task T rollout R attempt A: reason (kind)``."""
+    kind = f" ({decision.kind})" if decision.kind else ""
+    return (
+        f"task {task} rollout {rollout} attempt {decision.attempt}: "
+        f"{decision.reason}{kind}"
+    )
+
+
+def _decision_text(decision: Decision) -> str:
+    return f"{decision.value} ({decision.reason}, attempt {decision.attempt})"
+
+
+def plan_change_lines(before: Decisions, after: Decisions) -> list[str]:
+    """What an operator action changed: each rollout's decision, then the counts."""
+    changed = [
+        f"  task {task} rollout {rollout}: {_decision_text(before[task, rollout])} "
+        f"-> {_decision_text(after[task, rollout])}"
+        for task, rollout in after
+        if (task, rollout) in before and before[task, rollout] != after[task, rollout]
+    ]
+    if not changed:
+        return ["no change in the plan"]
+    old = Counter(d.value for d in before.values())
+    new = Counter(d.value for d in after.values())
+    counts = ", ".join(
+        f"{value} {old[value]} -> {new[value]}"
+        for value in sorted(old.keys() | new.keys())
+        if old[value] != new[value]
+    )
+    return [
+        f"plan changes ({len(changed)} rollouts):",
+        *changed,
+        f"decisions: {counts}",
+    ]
+
+
+def verdict_lines(verdict: GateVerdict) -> list[str]:
+    """The gate's verdict of a resume (REC-53..REC-57); warnings are logged."""
+    if verdict.overridden:
+        return ["gate: overridden with --allow-unsafe (identity_overridden recorded)"]
+    if verdict.adopted:
+        return ["gate: passed; the current identity was adopted (identity_adopted)"]
+    if verdict.drift is not None and verdict.drift.operational:
+        keys = ", ".join(verdict.drift.operational)
+        return [f"gate: passed across operational drift: {keys}"]
+    return ["gate: passed (configuration unchanged)"]
+
+
+def history_line(entry: HistoryEntry) -> str:
+    """One line of CLI-8: seq, time, actor, kind, key, summary and marks."""
+    marks = "".join(f" [{mark}]" for mark in entry.marks)
+    return (
+        f"{entry.seq:>6}  {entry.at}  {entry.actor:<16}  {entry.kind:<20}  "
+        f"{entry.key:<10}  {entry.summary}{marks}"
+    )
