@@ -3,36 +3,24 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from cli.common import config_options, load_config, load_global_config, out_argument
 from cli.common import reader as open_reader
 
+if TYPE_CHECKING:
+    from projections.config_diff import KeyDiff
+
 __all__ = ["diff_config"]
 
 
-def _shown(identity: dict[str, Any] | None, key: str) -> str:
-    import msgspec
-
-    # Library gap: reading a dotted identity key has no public function yet.
-    from ledger.normalize import get_path, has_path
-
-    if identity is None or not has_path(identity, key):
-        return "(absent)"
-    # Identities are credential-safe: a credential reads "<redacted>" (ID-13).
-    return msgspec.json.encode(get_path(identity, key)).decode()
-
-
-def _key_lines(
-    title: str, keys: tuple[str, ...], saved: Any, current: Any
-) -> list[str]:
+def _key_lines(title: str, keys: list[KeyDiff]) -> list[str]:
     if not keys:
         return [f"{title}: none"]
     return [f"{title}:"] + [
-        f"  {key}: saved {_shown(saved, key)}, now {_shown(current, key)}"
-        for key in keys
+        f"  {k.key}: saved {k.saved}, now {k.current}" for k in keys
     ]
 
 
@@ -55,29 +43,22 @@ def diff_config(
       rollout-ledger diff-config results/rollouts.jsonl --config collection.yaml \\
           --global-config servers.yaml
     """
-    from projections import gate, replay
-
-    # Library gap: the current manifest of a run has no public function yet.
-    from projections.current import current_manifest
+    from projections.config_diff import config_diff
 
     collection = load_config(config)
     servers = load_global_config(global_configs)
     with open_reader(out) as led:
-        state = replay(led)
-        current = current_manifest(led.paths, state, collection, servers, source=source)
-    verdict = gate(state, current)
-    saved_digest = str(state.manifest.get("config_digest"))
-    lines = [f"saved config {saved_digest[:12]}, current {current.config_digest[:12]}"]
-    if saved_digest == current.config_digest:
+        diff = config_diff(led, collection, servers, source=source)
+    verdict = diff.verdict
+    lines = [
+        f"saved config {diff.saved_digest[:12]}, current {diff.current_digest[:12]}"
+    ]
+    if diff.saved_digest == diff.current_digest:
         lines.append("no key differs")
-    elif verdict.drift is not None:
-        lines += _key_lines(
-            "semantic", verdict.drift.semantic, state.identity, current.identity
-        )
-        lines += _key_lines(
-            "operational", verdict.drift.operational, state.identity, current.identity
-        )
-    elif saved_digest != current.config_digest:
+    elif diff.comparable:
+        for title in ("semantic", "operational"):
+            lines += _key_lines(title, [k for k in diff.keys if k.key_class == title])
+    else:
         lines.append("the run keeps no saved identity to compare key by key")
     if verdict.refusal is not None:
         keys = ", ".join(verdict.refusal.keys)

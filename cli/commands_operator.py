@@ -7,7 +7,6 @@ republishes, and prints what changed in the plan.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,9 +15,8 @@ import click
 from cli.common import operator_actor, out_argument, reader, writer
 
 if TYPE_CHECKING:
-    from ledger import Ledger
-    from ledger.events import Event
     from projections import RunState
+    from projections.operator import OperatorResult
 
 __all__ = ["approve", "extend_attempts", "policy", "reset_budget"]
 
@@ -27,17 +25,11 @@ _reason_option = click.option(
 )
 
 
-def _apply(led: Ledger, state: RunState, bodies: Sequence[Event]) -> None:
-    """Append ``bodies`` at the head ``state`` saw, republish, print the changes."""
+def _show(result: OperatorResult) -> None:
+    """Print what changed in the plan."""
     from cli.render import plan_change_lines
-    from projections import decide_all, publish, replay
 
-    before = decide_all(state)
-    led.append_many(bodies, expected_seq=state.as_of_seq, actor=operator_actor())
-    after_state = replay(led)
-    after = decide_all(after_state)
-    publish(led, after_state, after)
-    for line in plan_change_lines(before, after):
+    for line in plan_change_lines(result.before, result.after):
         click.echo(line)
 
 
@@ -45,14 +37,11 @@ def _held_attempts(
     state: RunState, reason_held: str | None, kind: str | None
 ) -> list[tuple[int, int, int, str]]:
     from cli.render import decision_line
-    from projections import decide_all
+    from projections.operator import held_attempts
 
     return [
         (task, rollout, d.attempt, decision_line(task, rollout, d))
-        for (task, rollout), d in decide_all(state).items()
-        if d.value == "held"
-        and (reason_held is None or d.reason == reason_held)
-        and (kind is None or d.kind == kind)
+        for task, rollout, d in held_attempts(state, reason_held=reason_held, kind=kind)
     ]
 
 
@@ -103,8 +92,8 @@ def approve(
       rollout-ledger approve results/rollouts.jsonl --all-held \\
           --reason-held masked_without_artifact --reason "artifacts lost" --dry-run
     """
-    from ledger import events
     from projections import replay
+    from projections.operator import approve as approve_attempts
 
     named = (task, rollout, attempt)
     if (all_held and named != (None, None, None)) or (not all_held and None in named):
@@ -124,11 +113,12 @@ def approve(
         if not chosen:
             click.echo("no held rollout matches; nothing recorded")
         elif not dry_run:
-            bodies = [
-                events.RerunApproved(task=t, rollout=r, attempt=a, reason=reason)
-                for t, r, a, _ in chosen
-            ]
-            _apply(led, state, bodies)
+            attempts = [(t, r, a) for t, r, a, _ in chosen]
+            _show(
+                approve_attempts(
+                    led, attempts, reason=reason, actor=operator_actor(), state=state
+                )
+            )
 
 
 @click.command("reset-budget")
@@ -145,26 +135,17 @@ def reset_budget(out: Path, reason: str) -> None:
     Example:
       rollout-ledger reset-budget results/rollouts.jsonl --reason "judge outage"
     """
-    from ledger import CorruptLedger, events
-    from projections import replay, verify
+    from ledger.events import FailureBudgetReset
+    from projections.operator import reset_budget as reset
 
     with writer(out) as led:
-        # REC-16: the chain and the files must verify; the published files are
-        # rewritten by this action anyway.
-        findings = [f for f in verify(led) if f.check != "published"]
-        if findings:
-            raise CorruptLedger(
-                "the run does not verify, so its budget is not reset:\n"
-                + "\n".join(f"  {finding}" for finding in findings)
-            )
-        state = replay(led)
-        sidecar = led.paths.relative(led.paths.sidecar)
-        lines = led.write_index().end_of(sidecar).lines  # verified: the file's lines
-        body = events.FailureBudgetReset(
-            excluded_lines=lines, before_seq=state.as_of_seq, reason=reason
+        result = reset(led, reason=reason, actor=operator_actor())
+        body = result.recorded[0]
+        assert isinstance(body, FailureBudgetReset)
+        click.echo(
+            f"reset: sidecar lines < {body.excluded_lines} and seq <= {body.before_seq}"
         )
-        click.echo(f"reset: sidecar lines < {lines} and seq <= {state.as_of_seq}")
-        _apply(led, state, [body])
+        _show(result)
 
 
 @click.command("extend-attempts")
@@ -184,19 +165,19 @@ def extend_attempts(out: Path, total: int, reason: str) -> None:
     Example:
       rollout-ledger extend-attempts results/rollouts.jsonl 2 --reason "flaky judge"
     """
-    from ledger import events
-    from projections import replay
+    from projections.operator import extend_attempts as extend
 
     with writer(out) as led:
-        state = replay(led)
-        if total <= state.extension:  # REC-11: only a larger total is recorded
+        result = extend(led, total, reason=reason, actor=operator_actor())
+        state = result.state
+        if not result.recorded:  # REC-11: only a larger total is recorded
             click.echo(
                 f"the extension in force is {state.extension} (cap {state.cap}); "
                 "nothing recorded"
             )
             return
-        click.echo(f"cap {state.cap} -> {state.max_rollout_attempts + total}")
-        _apply(led, state, [events.AttemptsExtended(total=total, reason=reason)])
+        click.echo(f"cap {result.previous.cap} -> {state.cap}")
+        _show(result)
 
 
 def _setting(text: str) -> tuple[str, Any]:
@@ -237,14 +218,11 @@ def policy(out: Path, settings: tuple[str, ...], reason: str) -> None:
     """
     import msgspec
 
-    from ledger import events
-    from ledger.policy_log import policy_changes, policy_from_json
-    from projections import replay
+    from projections.operator import set_policy
 
     wanted = dict(_setting(text) for text in settings)
     with writer(out) as led:
-        state = replay(led)
-        changes = policy_changes(policy_from_json(state.policy), wanted)
+        changes, result = set_policy(led, wanted, reason=reason, actor=operator_actor())
         if not changes:
             click.echo("the policy already has these values; nothing recorded")
             return
@@ -253,4 +231,4 @@ def policy(out: Path, settings: tuple[str, ...], reason: str) -> None:
                 msgspec.json.encode(v).decode() for v in (change.old, change.new)
             )
             click.echo(f"policy {key}: {old} -> {new}")
-        _apply(led, state, [events.PolicyChanged(changes=changes, reason=reason)])
+        _show(result)

@@ -18,6 +18,7 @@ import msgspec
 
 from ledger import Ledger, LedgerError
 from ledger.events import Location
+from ledger.policy_log import policy_from_json
 from projections.fold import replay
 from projections.publish import rendered_files
 from projections.state import RunState
@@ -125,7 +126,8 @@ def _pending(ledger: Ledger) -> list[Finding]:
 
 def _refold(ledger: Ledger) -> tuple[RunState | None, list[Finding]]:
     try:
-        first, second = replay(ledger), replay(ledger)
+        first = replay(ledger, use_snapshot=False)  # CLI-9: from seq 1
+        second = replay(ledger, use_snapshot=False)
     except LedgerError as exc:
         return None, [Finding("replay", str(exc), seq=getattr(exc, "seq", None))]
     # Insertion order is the log's order, so equal folds give equal bytes.
@@ -190,6 +192,28 @@ def _coverage_file(ledger: Ledger, path: Path) -> list[Finding]:
     return []
 
 
+def _snapshot(ledger: Ledger, state: RunState) -> list[Finding]:
+    # EV-14: a stored snapshot must equal a refold of the events it covers.
+    from projections.snapshot import load_snapshot
+
+    policy = policy_from_json(state.policy)
+    stored = load_snapshot(ledger, policy)
+    if stored is None:
+        return []
+    prefix = replay([e for e in ledger.events() if e.seq <= stored.as_of_seq])
+    encode = msgspec.msgpack.Encoder().encode
+    if encode(prefix) != encode(stored):
+        return [
+            Finding(
+                "snapshot",
+                "the stored snapshot differs from a refold of "
+                "the events it covers (replay ignores it only if stale)",
+                seq=stored.as_of_seq,
+            )
+        ]
+    return []
+
+
 def verify(ledger: Ledger) -> list[Finding]:
     """Every check of CLI-9; an empty list means everything holds."""
     findings = _chain(ledger) + _rows(ledger) + _pending(ledger)
@@ -197,4 +221,5 @@ def verify(ledger: Ledger) -> list[Finding]:
     findings += refold
     if state is not None:
         findings += _materialized(ledger, state) + _published(ledger, state)
+        findings += _snapshot(ledger, state)
     return findings

@@ -530,3 +530,17 @@ def test_ev_14_a_stale_snapshot_is_ignored(run: Run, stale: str) -> None:
             bogus.head_hash = "00" * 32
             save_snapshot(led, bogus, policy)
         assert replay(led).extension == state.extension == 0
+
+
+def test_cli_9_verify_compares_a_stored_snapshot_with_a_refold(run: Run) -> None:
+    from projections import verify
+
+    run.resume()  # saves a snapshot at its head
+    with Ledger.open(run.out, lock=run.lock) as led:
+        assert verify(led) == []
+        state = replay(led)
+        state.extension = 42  # a snapshot that lies about what it covers
+        save_snapshot(led, state, RecoveryPolicy())
+        findings = verify(led)
+    assert [f.check for f in findings] == ["snapshot"]
+    assert findings[0].seq == state.as_of_seq
