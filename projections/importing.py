@@ -12,11 +12,11 @@ from typing import Any
 
 import msgspec
 
-from ledger import Ledger, RunLock, atomic_replace, import_legacy_run
+from ledger import Ledger, RunLock, import_legacy_run
 from ledger.legacy import ImportReport
 from projections.coverage import Coverage, coverage
 from projections.fold import replay
-from projections.publish import rendered_files
+from projections.publish import publish
 from projections.state import RunState
 
 __all__ = ["ImportResult", "import_run"]
@@ -58,9 +58,5 @@ def _import_and_publish(
     # modifies a collector file (REC-70). The next writer's open does that.
     with Ledger.open(out) as reader:
         state = replay(reader)
-        folder = reader.paths.ledger_dir
-    # What projections.publish writes; publish itself asks for a writer.
-    for name, data in rendered_files(state).items():
-        if data is not None:
-            atomic_replace(folder / name, data)
+        publish(reader, state, lock=lock)
     return ImportResult(report, state, coverage(state))

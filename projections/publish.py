@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ledger import Ledger, LedgerError, atomic_replace
+from ledger import Ledger, LedgerError, RunLock, atomic_replace
 from ledger.files import canonical_json
 from projections.coverage import coverage
 from projections.decide import Decision
@@ -59,9 +59,16 @@ def publish(
     ledger: Ledger,
     state: RunState,
     decisions: dict[tuple[int, int], Decision] | None = None,
+    *,
+    lock: RunLock | None = None,
 ) -> None:
-    """Rewrite the published files from ``state`` (a writer's job, never a reader's)."""
-    if not ledger.writable:
+    """Rewrite the published files from ``state`` (a writer's job, never a reader's).
+
+    ``lock`` lets a caller that holds the run lock publish through a reader
+    ledger (an import must not run a writer's EV-12 repair, REC-70).
+    """
+    held = lock is not None and lock.held and lock.paths.out == ledger.paths.out
+    if not ledger.writable and not held:
         raise LedgerError("publishing needs the run lock; a reader never writes")
     folder = ledger.paths.ledger_dir
     # ID-32: the identity first, so a crash between the two leaves a pair whose
