@@ -1,0 +1,172 @@
+"""The PostgreSQL store's schema (SC-1..SC-3): one schema, named migrations.
+
+Every run of a database lives in the tables of one schema, ``rollout_ledger``,
+keyed by the run's name. Migrations are applied in order, each recorded by
+name, under a transaction-scoped advisory lock so that two processes opening a
+fresh database at once do not race to create it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg import errors as pg_errors
+
+from ledger.errors import CorruptLedger, LedgerError
+
+__all__ = ["LOCK_NAMESPACE", "MIGRATIONS", "PG_SCHEMA_VERSION", "SCHEMA", "migrate"]
+
+SCHEMA = "rollout_ledger"
+PACKAGE_VERSION = "0.1.0"
+#: The first key of every advisory lock rollout-ledger takes (the second is 0
+#: for migrations, or derived from the run name for the run lock, SC-4), so
+#: they never collide with another application's single-key advisory locks.
+LOCK_NAMESPACE = 0x526C6472  # "Rldr"
+
+_RUNS_EVENTS_META = (
+    f"CREATE TABLE {SCHEMA}.meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    # SC-3: the row every append locks FOR UPDATE; the head it holds is what
+    # the next append chains on. release_epoch is the seq of the newest
+    # resume_started: a release older than it no longer holds (REC-3).
+    f"""CREATE TABLE {SCHEMA}.runs (
+        run TEXT PRIMARY KEY,
+        head_seq BIGINT NOT NULL,
+        head_hash BYTEA NOT NULL,
+        release_epoch BIGINT NOT NULL DEFAULT 0,
+        created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        package_version TEXT NOT NULL)""",
+    # EV-10, keyed by run. No foreign key to runs: the append holds the runs
+    # row already, and a per-row key check would only cost throughput.
+    f"""CREATE TABLE {SCHEMA}.events (
+        run TEXT NOT NULL,
+        seq BIGINT NOT NULL,
+        kind TEXT NOT NULL,
+        at TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        body BYTEA NOT NULL,
+        prev_hash BYTEA NOT NULL,
+        hash BYTEA NOT NULL,
+        PRIMARY KEY (run, seq))""",
+    # Projections read some kinds first and cheaply (REC-60), as on SQLite.
+    f"CREATE INDEX events_by_kind ON {SCHEMA}.events (run, kind, seq)",
+)
+_SNAPSHOTS = (
+    f"""CREATE TABLE {SCHEMA}.snapshots (
+        run TEXT NOT NULL,
+        code_version TEXT NOT NULL,
+        policy_digest TEXT NOT NULL,
+        seq BIGINT NOT NULL,
+        head_hash BYTEA NOT NULL,
+        state BYTEA NOT NULL,
+        PRIMARY KEY (run, code_version, policy_digest))""",
+)
+_ROWS = (
+    # SC-2: each outcome row's bytes, stored in the transaction of its event.
+    f"""CREATE TABLE {SCHEMA}.rows (
+        run TEXT NOT NULL,
+        seq BIGINT NOT NULL,
+        file TEXT NOT NULL,
+        "offset" BIGINT NOT NULL,
+        sha256 TEXT NOT NULL,
+        data BYTEA NOT NULL,
+        PRIMARY KEY (run, seq))""",
+)
+_RESERVATIONS = (
+    # SC-3: what the appending transaction checks a reservation against.
+    f"""CREATE TABLE {SCHEMA}.releases (
+        run TEXT NOT NULL,
+        task BIGINT NOT NULL,
+        rollout BIGINT NOT NULL,
+        attempt BIGINT NOT NULL,
+        released_seq BIGINT NOT NULL,
+        PRIMARY KEY (run, task, rollout, attempt))""",
+    f"""CREATE TABLE {SCHEMA}.reservations (
+        run TEXT NOT NULL,
+        task BIGINT NOT NULL,
+        rollout BIGINT NOT NULL,
+        attempt BIGINT NOT NULL,
+        seq BIGINT NOT NULL,
+        PRIMARY KEY (run, task, rollout, attempt))""",
+)
+_RUN_LOCKS = (
+    # SC-4: who holds a run's advisory lock, for the next one's LockHeld.
+    f"""CREATE TABLE {SCHEMA}.run_locks (
+        run TEXT PRIMARY KEY,
+        host TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        started TEXT NOT NULL,
+        backend_pid INTEGER NOT NULL)""",
+)
+
+#: Named migrations, applied in order and recorded; never edit or reorder one.
+MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("0001_runs_events_and_meta", _RUNS_EVENTS_META),
+    ("0002_snapshots", _SNAPSHOTS),
+    ("0003_rows", _ROWS),
+    ("0004_releases_and_reservations", _RESERVATIONS),
+    ("0005_run_locks", _RUN_LOCKS),
+)
+PG_SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate(conn: psycopg.Connection[Any]) -> None:
+    """Apply the migrations this database lacks, in order, in one transaction."""
+    with conn.transaction(), conn.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(%s, 0)", (LOCK_NAMESPACE,))
+        cur.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
+        cur.execute(
+            f"CREATE TABLE IF NOT EXISTS {SCHEMA}.migrations "
+            "(name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+        )
+        cur.execute(f"SELECT name FROM {SCHEMA}.migrations")
+        applied = {row[0] for row in cur.fetchall()}
+        pending = [(name, sql) for name, sql in MIGRATIONS if name not in applied]
+        for name, statements in pending:
+            for statement in statements:
+                cur.execute(statement)
+            cur.execute(f"INSERT INTO {SCHEMA}.migrations(name) VALUES (%s)", (name,))
+        if pending:
+            for key, value in (
+                ("schema_version", str(PG_SCHEMA_VERSION)),
+                ("package_version", PACKAGE_VERSION),
+            ):
+                cur.execute(
+                    f"INSERT INTO {SCHEMA}.meta(key, value) VALUES (%s, %s) "
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    (key, value),
+                )
+
+
+def translate(exc: psycopg.Error, where: str, doing: str) -> LedgerError:
+    """The ledger error for a psycopg error, with what to do about it."""
+    if isinstance(exc, pg_errors.UndefinedTable | pg_errors.InvalidSchemaName):
+        return CorruptLedger(
+            f"{where}: the database has no rollout-ledger schema (while {doing}); "
+            "create a run there first with `rollout-ledger create`",
+            path=where,
+        )
+    if isinstance(exc, pg_errors.ReadOnlySqlTransaction):
+        return LedgerError(
+            f"{where} is open read-only (while {doing}); open it as a writer"
+        )
+    if isinstance(exc, psycopg.InterfaceError):
+        return LedgerError(f"{where}: {exc} (while {doing}); open the run again")
+    if isinstance(
+        exc,
+        psycopg.OperationalError
+        | pg_errors.SerializationFailure
+        | pg_errors.DeadlockDetected,
+    ):
+        return LedgerError(
+            f"{where}: PostgreSQL is unavailable or busy while {doing}: "
+            f"{_first_line(exc)}; check the server and try again"
+        )
+    return CorruptLedger(
+        f"{where}: PostgreSQL error while {doing}: {_first_line(exc)}", path=where
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

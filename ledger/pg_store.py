@@ -1,0 +1,437 @@
+"""The PostgreSQL event store (SC-1..SC-3): the SQLite store's contract, many writers.
+
+``PostgresStore`` has the public methods of :class:`ledger.store.SQLiteStore`
+with the same meaning, rows and errors, so a ``Ledger`` can hold either. What
+differs is how appends are serialized: each append locks its run's row in
+``runs`` (``SELECT ... FOR UPDATE``) inside the transaction, so any number of
+processes on any number of nodes append to one run with a gap-free ``seq`` and
+one hash chain, computed over exactly the bytes SQLite hashes (EV-2). The same
+transaction checks reservations (SC-3) and may store outcome rows (SC-2).
+Every ``psycopg`` error is translated into a ledger error at this boundary.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, NamedTuple
+
+import psycopg
+from psycopg.pq import TransactionStatus
+
+from ledger.errors import ConcurrencyConflict, CorruptLedger, LedgerError
+from ledger.events import chain_hash
+from ledger.pg_lock import AdvisoryRunLock, acquire_run_lock
+from ledger.pg_reservations import apply_attempt_changes, attempt_changes
+from ledger.pg_schema import PACKAGE_VERSION, PG_SCHEMA_VERSION, SCHEMA, migrate
+from ledger.pg_schema import translate as _translate
+from ledger.run_url import RunUrl
+from ledger.store import EventRow, NewEvent
+
+__all__ = [
+    "PG_SCHEMA_VERSION",
+    "AdvisoryRunLock",
+    "NewRow",
+    "PostgresStore",
+    "StoredRow",
+    "acquire_run_lock",
+]
+
+_COLUMNS = "seq, kind, at, actor, body, prev_hash, hash"
+_INSERT_EVENT = (
+    f"INSERT INTO {SCHEMA}.events (run, {_COLUMNS}) "
+    "VALUES (%s, %s, %s, %s, %s, %b, %b, %b)"
+)
+_INSERT_ROW = (
+    f'INSERT INTO {SCHEMA}.rows (run, seq, file, "offset", sha256, data) '
+    "VALUES (%s, %s, %s, %s, %s, %b)"
+)
+# A loose index scan: one probe per kind instead of a scan of the run (EV-12's
+# open reads the stored kinds of runs with millions of events).
+_DISTINCT_KINDS = f"""
+WITH RECURSIVE k(kind) AS (
+    (SELECT kind FROM {SCHEMA}.events WHERE run = %(run)s ORDER BY kind LIMIT 1)
+    UNION ALL
+    SELECT (SELECT e.kind FROM {SCHEMA}.events e
+            WHERE e.run = %(run)s AND e.kind > k.kind ORDER BY e.kind LIMIT 1)
+    FROM k WHERE k.kind IS NOT NULL
+)
+SELECT kind FROM k WHERE kind IS NOT NULL"""
+
+
+class NewRow(NamedTuple):
+    """An outcome row's bytes and where a file-based run holds them (SC-2)."""
+
+    file: str
+    offset: int
+    data: bytes
+
+
+class StoredRow(NamedTuple):
+    """One stored outcome row: its event's seq, place, sha256 (hex) and bytes."""
+
+    seq: int
+    file: str
+    offset: int
+    sha256: str
+    data: bytes
+
+
+class PostgresStore:
+    """One run in a PostgreSQL database: a writer (append and read) or a reader."""
+
+    #: Rows per page of a streamed read (EV-13).
+    read_batch = 2000
+
+    def __init__(
+        self, conn: psycopg.Connection[Any], url: RunUrl, *, writable: bool
+    ) -> None:
+        self._conn = conn
+        self.url = url
+        self.run = url.run
+        self.path = str(url)  # where, in messages: the URL never holds a password
+        self.writable = writable
+
+    # -- opening -----------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls, url: RunUrl | str, *, events: Sequence[NewEvent] = ()
+    ) -> PostgresStore:
+        """Create the run (which must not exist) with ``events``, in one transaction.
+
+        The run appears with its first events or not at all, as the SQLite
+        database appears under its name only once it holds ``run_created``.
+        """
+        store = cls._connect(_as_url(url), writable=True)
+        try:
+            with store._guard("creating the schema"):
+                migrate(store._conn)
+            with store.transaction() as conn, store._guard("creating the run"):
+                created = conn.execute(
+                    f"INSERT INTO {SCHEMA}.runs (run, head_seq, head_hash, "
+                    "package_version) VALUES (%s, 0, %b, %s) "
+                    "ON CONFLICT (run) DO NOTHING RETURNING run",
+                    (store.run, bytes(32), PACKAGE_VERSION),
+                ).fetchone()
+                if created is None:
+                    raise LedgerError(f"{store.path} exists already")
+                store.append_in_transaction(events)
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    @classmethod
+    def open(cls, url: RunUrl | str, *, writable: bool) -> PostgresStore:
+        """Open an existing run; a reader's session is read-only (EV-12)."""
+        store = cls._connect(_as_url(url), writable=writable)
+        try:
+            store.check_schema()
+            store._require_run()
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    @classmethod
+    def _connect(cls, url: RunUrl, *, writable: bool) -> PostgresStore:
+        options: dict[str, Any] = {"autocommit": True}
+        if "connect_timeout=" not in url.conninfo:
+            options["connect_timeout"] = 10
+        try:
+            conn = psycopg.connect(
+                url.conninfo, application_name="rollout-ledger", **options
+            )
+        except psycopg.Error as exc:
+            raise _translate(exc, str(url), "connecting") from exc
+        store = cls(conn, url, writable=writable)
+        try:
+            with store._guard("setting up the session"):
+                # EV-11: a returned append is durable: the commit waits for the
+                # server's WAL flush whatever the server's default.
+                conn.execute("SET synchronous_commit = on")
+                if not writable:
+                    conn.execute("SET default_transaction_read_only = on")
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    def _require_run(self) -> None:
+        with self._guard("finding the run"):
+            found = self._conn.execute(
+                f"SELECT 1 FROM {SCHEMA}.runs WHERE run = %s", (self.run,)
+            ).fetchone()
+        if found is None:
+            raise CorruptLedger(
+                f"{self.path}: there is no run {self.run!r} in this database "
+                "(create it with `rollout-ledger create`, or check ?run=)",
+                path=self.path,
+            )
+
+    def check_schema(self) -> int:
+        """The stored schema version; a newer or missing one is ``CorruptLedger``."""
+        with self._guard("reading the schema version"):
+            row = self._conn.execute(
+                f"SELECT value FROM {SCHEMA}.meta WHERE key = 'schema_version'"
+            ).fetchone()
+        if row is None or not str(row[0]).isdigit():
+            raise CorruptLedger(f"{self.path} has no schema version", path=self.path)
+        version = int(row[0])
+        if version > PG_SCHEMA_VERSION:
+            raise CorruptLedger(
+                f"{self.path} has schema version {version}, newer than this "
+                f"rollout-ledger's {PG_SCHEMA_VERSION}; upgrade rollout-ledger to "
+                "read it",
+                path=self.path,
+            )
+        if version < PG_SCHEMA_VERSION and self.writable:
+            with self._guard("migrating the schema"):
+                migrate(self._conn)
+        return version
+
+    # -- transactions ------------------------------------------------------
+
+    @contextmanager
+    def _guard(self, doing: str) -> Iterator[None]:
+        try:
+            yield
+        except psycopg.Error as exc:
+            raise _translate(exc, self.path, doing) from exc
+
+    @contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection[Any]]:
+        """``BEGIN`` ... ``COMMIT``; rollback on any exception, re-raised."""
+        with self._guard("committing"), self._conn.transaction():
+            yield self._conn
+
+    # -- the log -----------------------------------------------------------
+
+    def head(self) -> tuple[int, bytes]:
+        """``(seq, hash)`` of the newest event; ``(0, ZERO_HASH)`` when empty."""
+        with self._guard("reading the head"), self._conn.cursor(binary=True) as cur:
+            row = cur.execute(
+                f"SELECT seq, hash FROM {SCHEMA}.events WHERE run = %s "
+                "ORDER BY seq DESC LIMIT 1",
+                (self.run,),
+            ).fetchone()
+        return (0, bytes(32)) if row is None else (int(row[0]), bytes(row[1]))
+
+    def append_many(
+        self, events: Sequence[NewEvent], *, expected_seq: int | None = None
+    ) -> list[EventRow]:
+        """Append ``events`` in one transaction, chained on the head (EV-11, SC-3)."""
+        return self.append_with_rows(events, (), expected_seq=expected_seq)
+
+    def append_with_rows(
+        self,
+        events: Sequence[NewEvent],
+        rows: Sequence[NewRow | None],
+        *,
+        expected_seq: int | None = None,
+    ) -> list[EventRow]:
+        """Append ``events`` and store ``rows[i]`` with ``events[i]`` (SC-2).
+
+        ``rows`` is empty, or as long as ``events`` with ``None`` for an event
+        that has no row; the rows commit with their events or not at all.
+        """
+        if not self.writable:
+            raise LedgerError(
+                f"{self.path} is open read-only; open it as a writer to append"
+            )
+        with self.transaction():
+            return self.append_in_transaction(
+                events, expected_seq=expected_seq, rows=rows
+            )
+
+    def append_in_transaction(
+        self,
+        events: Sequence[NewEvent],
+        *,
+        expected_seq: int | None = None,
+        rows: Sequence[NewRow | None] = (),
+    ) -> list[EventRow]:
+        """Append inside a transaction the caller already holds."""
+        if rows and len(rows) != len(events):
+            raise LedgerError(
+                f"{len(rows)} rows for {len(events)} events: give one per event "
+                "(None for an event without a row)"
+            )
+        if self._conn.info.transaction_status != TransactionStatus.INTRANS:
+            raise LedgerError("append_in_transaction needs the store's transaction()")
+        with self._guard("appending"), self._conn.cursor() as cur:
+            seq, prev, epoch = self._lock_head(cur)
+            if expected_seq is not None and expected_seq != seq:
+                raise ConcurrencyConflict(expected_seq=expected_seq, actual_seq=seq)
+            chained = _chain(events, seq, prev)
+            changes = attempt_changes(chained, epoch=epoch, where=self.path)
+            apply_attempt_changes(cur, self.run, changes, where=self.path)
+            if chained:
+                cur.executemany(_INSERT_EVENT, [(self.run, *row) for row in chained])
+                self._insert_rows(cur, chained, rows)
+                cur.execute(
+                    f"UPDATE {SCHEMA}.runs SET head_seq = %s, head_hash = %b, "
+                    "release_epoch = %s WHERE run = %s",
+                    (chained[-1].seq, chained[-1].hash, changes.epoch, self.run),
+                )
+        return chained
+
+    def _lock_head(self, cur: psycopg.Cursor[Any]) -> tuple[int, bytes, int]:
+        # SC-3: this row lock serializes every append to the run, on any node.
+        found = cur.execute(
+            f"SELECT head_seq, head_hash, release_epoch FROM {SCHEMA}.runs "
+            "WHERE run = %s FOR UPDATE",
+            (self.run,),
+        ).fetchone()
+        if found is None:
+            raise CorruptLedger(
+                f"{self.path}: the run {self.run!r} is not in this database",
+                path=self.path,
+            )
+        return int(found[0]), bytes(found[1]), int(found[2])
+
+    def _insert_rows(
+        self,
+        cur: psycopg.Cursor[Any],
+        chained: Sequence[EventRow],
+        rows: Sequence[NewRow | None],
+    ) -> None:
+        params = [
+            (self.run, event.seq, row.file, row.offset, _sha256(row.data), row.data)
+            for event, row in zip(chained, rows, strict=False)
+            if row is not None
+        ]
+        if params:
+            cur.executemany(_INSERT_ROW, params)
+
+    def rows(
+        self, from_seq: int = 1, *, kinds: Sequence[str] = ()
+    ) -> Iterator[EventRow]:
+        """Stored rows in ``seq`` order from ``from_seq``, streamed (EV-13)."""
+        where = "run = %s AND seq >= %s"
+        extra: list[object] = []
+        if kinds:
+            where += " AND kind = ANY(%s)"
+            extra.append(list(kinds))
+        sql = f"SELECT {_COLUMNS} FROM {SCHEMA}.events WHERE {where} ORDER BY seq"
+        for row in self._pages(sql, extra, from_seq, "reading events"):
+            yield EventRow(*row)
+
+    def row_bytes(self, from_seq: int = 1) -> Iterator[StoredRow]:
+        """Stored outcome rows in ``seq`` order from ``from_seq``, streamed (SC-2)."""
+        sql = (
+            f'SELECT seq, file, "offset", sha256, data FROM {SCHEMA}.rows '
+            "WHERE run = %s AND seq >= %s ORDER BY seq"
+        )
+        for row in self._pages(sql, [], from_seq, "reading rows"):
+            yield StoredRow(*row)
+
+    def _pages(
+        self, sql: str, extra: list[object], from_seq: int, doing: str
+    ) -> Iterator[tuple[Any, ...]]:
+        """``sql`` (parameters: run, from seq, ``extra``) read page by page."""
+        # EV-13 by keyset pages rather than a server-side cursor: a cursor
+        # would hold a transaction open on the store's connection while the
+        # caller iterates, and an append made meanwhile would commit only when
+        # the read ends. The log is append-only, so pages read in separate
+        # statements are one consistent, growing prefix.
+        start = from_seq
+        while True:
+            with self._guard(doing), self._conn.cursor(binary=True) as cur:
+                page = cur.execute(
+                    f"{sql} LIMIT %s", [self.run, start, *extra, self.read_batch]
+                ).fetchall()
+            yield from page
+            if len(page) < self.read_batch:
+                return
+            start = int(page[-1][0]) + 1
+
+    def distinct_kinds(self) -> set[str]:
+        """Every kind stored in the run's log (cheap: one index probe per kind)."""
+        with self._guard("reading event kinds"):
+            rows = self._conn.execute(_DISTINCT_KINDS, {"run": self.run}).fetchall()
+        return {row[0] for row in rows}
+
+    def last_rows(self, count: int) -> list[EventRow]:
+        """The newest ``count`` rows, oldest first."""
+        doing = "reading the newest events"
+        with self._guard(doing), self._conn.cursor(binary=True) as cur:
+            rows = cur.execute(
+                f"SELECT {_COLUMNS} FROM {SCHEMA}.events WHERE run = %s "
+                "ORDER BY seq DESC LIMIT %s",
+                (self.run, count),
+            ).fetchall()
+        return [EventRow(*row) for row in reversed(rows)]
+
+    def save_snapshot(
+        self,
+        seq: int,
+        head_hash: bytes,
+        code_version: str,
+        policy_digest: str,
+        state: bytes,
+    ) -> None:
+        """Store a projection snapshot (EV-14); one per code version and policy."""
+        with self.transaction() as conn, self._guard("saving a snapshot"):
+            conn.execute(
+                f"INSERT INTO {SCHEMA}.snapshots (run, code_version, policy_digest, "
+                "seq, head_hash, state) VALUES (%s, %s, %s, %s, %b, %b) "
+                "ON CONFLICT (run, code_version, policy_digest) DO UPDATE SET "
+                "seq = excluded.seq, head_hash = excluded.head_hash, "
+                "state = excluded.state",
+                (self.run, code_version, policy_digest, seq, head_hash, state),
+            )
+
+    def load_snapshot(
+        self, code_version: str, policy_digest: str
+    ) -> tuple[int, bytes, bytes] | None:
+        """``(seq, head_hash, state)`` of the stored snapshot, if any (EV-14)."""
+        with self._guard("reading a snapshot"), self._conn.cursor(binary=True) as cur:
+            row = cur.execute(
+                f"SELECT seq, head_hash, state FROM {SCHEMA}.snapshots "
+                "WHERE run = %s AND code_version = %s AND policy_digest = %s",
+                (self.run, code_version, policy_digest),
+            ).fetchone()
+        return None if row is None else (int(row[0]), bytes(row[1]), bytes(row[2]))
+
+    def hash_at(self, seq: int) -> bytes | None:
+        """The stored hash of event ``seq``, if there is one."""
+        with self._guard("reading a hash"), self._conn.cursor(binary=True) as cur:
+            row = cur.execute(
+                f"SELECT hash FROM {SCHEMA}.events WHERE run = %s AND seq = %s",
+                (self.run, seq),
+            ).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def journal_mode(self) -> str:
+        """``postgresql``: durability is the server's commit (no SQLite journal)."""
+        return "postgresql"
+
+    def acquire_run_lock(self) -> AdvisoryRunLock:
+        """Take the run's advisory lock on this store's session (SC-4)."""
+        return acquire_run_lock(self._conn, self.run)
+
+    def close(self) -> None:
+        """Close the connection (idempotent; a held run lock goes with it)."""
+        self._conn.close()
+
+
+def _as_url(url: RunUrl | str) -> RunUrl:
+    return url if isinstance(url, RunUrl) else RunUrl.parse(url)
+
+
+def _chain(events: Sequence[NewEvent], seq: int, prev: bytes) -> list[EventRow]:
+    """The rows of ``events`` chained on ``(seq, prev)``, as SQLite chains them."""
+    rows = []
+    for event in events:
+        seq += 1
+        digest = chain_hash(prev, seq, event.kind, event.at, event.actor, event.body)
+        rows.append(EventRow(seq, *event, prev, digest))
+        prev = digest
+    return rows
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
