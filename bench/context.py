@@ -36,7 +36,8 @@ class Data:
 
     stream: Path | None = None  # P-1, P-2: encoded event bodies, one a line
     recorder_events: Path | None = None  # P-7 baseline: the same events as ours
-    resume_run: Path | None = None  # P-4: OUT of a run sized like the fixtures
+    resume_run: Path | None = None  # P-4: OUT of a run sized like the fixtures, killed
+    resume_closed: Path | None = None  # P-4: the same run after a clean close
     replay_log: Path | None = None  # P-3, P-5: OUT of a run of ~1M events
 
 

@@ -11,7 +11,14 @@ from bench import incumbent
 from bench.context import Data
 from bench.recorder_rate import recorder_stream
 from bench.rowpool import RowPool, fixture_pool
-from bench.runs import BuiltRun, build_run, event_stream, write_stream
+from bench.runs import (
+    BuiltRun,
+    build_run,
+    closed_copy,
+    event_stream,
+    resume_cleanly,
+    write_stream,
+)
 from bench.scenario import make_plan
 from bench.sizes import GROUP, Sizes
 from bench.targets import Target
@@ -69,6 +76,10 @@ def prepare(
     needs = {name for t in targets for name in t.needs}
     notes: list[str] = []
     data: dict[str, Path] = {}
+    if "resume_closed" in needs:
+        needs.add("resume_run")
+    if "replay_snapshot" in needs:
+        needs.add("replay_log")
     pool = (
         fixture_pool(seed=seed)
         if needs & {"stream", "resume_run", "replay_log"}
@@ -102,6 +113,21 @@ def prepare(
         log(f"built the {name} in {time.perf_counter() - started:.1f} s")
         data[name] = run.out
         notes.append(_describe(name, run))
+    if "resume_closed" in needs:
+        started = time.perf_counter()
+        data["resume_closed"] = closed_copy(data["resume_run"], workdir / "closed")
+        notes.append(
+            "resume_closed: resume_run after a clean close (a real resume appended "
+            "its release and saved the snapshot of the head), made in "
+            f"{time.perf_counter() - started:.1f} s"
+        )
+    if "replay_snapshot" in needs:
+        started = time.perf_counter()
+        head = resume_cleanly(data["replay_log"])
+        notes.append(
+            f"replay_log: then resumed once (head {head}, its snapshot saved), in "
+            f"{time.perf_counter() - started:.1f} s"
+        )
     return Data(**data), notes
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bench.datasets import prepare
 from bench.report import results_markdown, table
-from bench.runner import Runner, run_target
+from bench.runner import Runner, run_targets
 from bench.sizes import sizes_for
 from bench.targets import select
 
@@ -70,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         data, notes = prepare(targets, sizes, workdir, seed=SEED, log=_log)
         runner = Runner(sizes, data, workdir, SEED, _log)
-        outcomes = [run_target(runner, target) for target in targets]
+        outcomes = run_targets(runner, targets)
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)

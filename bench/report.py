@@ -129,11 +129,13 @@ def table(outcomes: Sequence[Outcome]) -> str:
 
 def _details(outcomes: Sequence[Outcome]) -> list[str]:
     lines = []
+    shown: set[int] = set()  # a group's baseline is shared: listed once
     for outcome in outcomes:
         unit = outcome.target.unit
         for name, side in (("ours", outcome.ours), ("baseline", outcome.baseline)):
-            if not side.samples:
+            if not side.samples or id(side) in shown:
                 continue
+            shown.add(id(side))
             rounds = ", ".join(fmt(v, unit) for v in side.values())
             detail = side.samples[-1].detail
             lines.append(f"- {outcome.target.id} {name}: {rounds} ({detail})")

@@ -1,10 +1,15 @@
-"""Alternating rounds: each round measures both sides, the first side alternating."""
+"""Alternating rounds: each round measures both sides, the first side alternating.
+
+Targets of one group share a baseline: each round measures it once and every
+member's own side, in an order that rotates from round to round, and each
+member's ratio pairs its side with that round's baseline.
+"""
 
 from __future__ import annotations
 
 import shutil
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,7 +18,7 @@ from bench.context import Context, Data, Sample
 from bench.sizes import Sizes
 from bench.targets import Target
 
-__all__ = ["Outcome", "Runner", "Side", "run_target"]
+__all__ = ["Outcome", "Runner", "Side", "run_target", "run_targets"]
 
 Log = Callable[[str], None]
 
@@ -88,33 +93,57 @@ def _keep(side: Side, result: Sample | Pending | Failed) -> Sample | None:
     return None
 
 
-def _round(runner: Runner, outcome: Outcome, rnd: int) -> None:
-    target = outcome.target
-    order = [
-        ("ours", target.ours, outcome.ours),
-        ("baseline", target.baseline, outcome.baseline),
-    ]
-    if rnd % 2:
-        order.reverse()  # alternate which side runs first, against drift
-    got: dict[str, Sample] = {}
-    for name, fn, side in order:
+def _round(runner: Runner, outcomes: list[Outcome], rnd: int) -> None:
+    # outcomes share outcomes[0].baseline (a group) or there is one of them.
+    lead = outcomes[0]
+    order = [(lead.target, "baseline", lead.target.baseline, lead.baseline)]
+    order += [(o.target, "ours", o.target.ours, o.ours) for o in outcomes]
+    if len(order) == 2:
+        order = order[::-1] if rnd % 2 == 0 else order  # ours first in round 1
+    else:
+        shift = rnd % len(order)  # rotate which side runs first, against drift
+        order = order[shift:] + order[:shift]
+    got: dict[tuple[str, str], Sample] = {}
+    for target, name, fn, side in order:
         if not side.active:
             continue
         sample = _keep(side, runner.measure(target, name, fn, rnd))
         if sample is not None:
-            got[name] = sample
+            got[target.id, name] = sample
             runner.log(
                 f"{target.id} round {rnd + 1} {name}: {sample.value:.6g} {target.unit}"
             )
         elif side.failure:
             runner.log(f"{target.id} {name} FAILED:\n{side.failure}")
-    if len(got) == 2:
-        outcome.ratios.append(got["ours"].value / got["baseline"].value)
+    base = got.get((lead.target.id, "baseline"))
+    for outcome in outcomes:
+        ours = got.get((outcome.target.id, "ours"))
+        if ours is not None and base is not None:
+            outcome.ratios.append(ours.value / base.value)
 
 
 def run_target(runner: Runner, target: Target) -> Outcome:
     """Every round of ``target``; a pending or failed side stops being measured."""
-    outcome = Outcome(target, Side(), Side())
-    for rnd in range(target.rounds(runner.sizes)):
-        _round(runner, outcome, rnd)
-    return outcome
+    return _run_group(runner, [target])[0]
+
+
+def _run_group(runner: Runner, targets: list[Target]) -> list[Outcome]:
+    baseline = Side()  # one baseline, shared by the group's outcomes
+    outcomes = [Outcome(target, Side(), baseline) for target in targets]
+    for rnd in range(targets[0].rounds(runner.sizes)):
+        _round(runner, outcomes, rnd)
+    return outcomes
+
+
+def run_targets(runner: Runner, targets: Sequence[Target]) -> list[Outcome]:
+    """Every target's rounds, a group's members together; in ``targets``' order."""
+    done: dict[str, Outcome] = {}
+    for target in targets:
+        if target.id in done:
+            continue
+        members = [
+            t for t in targets if target.group is not None and t.group == target.group
+        ] or [target]
+        for outcome in _run_group(runner, members):
+            done[outcome.target.id] = outcome
+    return [done[target.id] for target in targets]

@@ -135,11 +135,11 @@ def operator_actor() -> str:
 
 
 @contextmanager
-def reader(out: Path) -> Iterator[Ledger]:
+def reader(out: Path, *, check_head: bool = True) -> Iterator[Ledger]:
     """The run opened read-only: nothing is modified (EV-12)."""
     from ledger import Ledger
 
-    with Ledger.open(out) as led:
+    with Ledger.open(out, check_head=check_head) as led:
         yield led
 
 

@@ -52,6 +52,7 @@ __all__ = [
     "decode_body",
     "encode_body",
     "encode_header",
+    "header_tail",
 ]
 
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]
@@ -341,14 +342,21 @@ def encode_header(seq: int, kind: str, at: str, actor: str) -> bytes:
     return _BODY_ENCODER.encode([seq, kind, at, actor]) + b"\n"
 
 
+def header_tail(kind: str, at: str, actor: str) -> bytes:
+    """The header after its seq: ``b"[%d" % seq + header_tail(...)`` is the header.
+
+    ``,"kind","at","actor"]`` and the newline, as :func:`encode_header` encodes
+    them (a JSON integer is its decimal digits), so a batch encodes it once.
+    """
+    return b"," + _BODY_ENCODER.encode([kind, at, actor])[1:] + b"\n"
+
+
 def chain_hash(
     prev_hash: bytes, seq: int, kind: str, at: str, actor: str, body: bytes
 ) -> bytes:
     """``sha256(prev_hash || header || body_bytes)`` as 32 raw bytes (EV-2)."""
-    digest = hashlib.sha256(prev_hash)
-    digest.update(encode_header(seq, kind, at, actor))
-    digest.update(body)
-    return digest.digest()
+    header = _BODY_ENCODER.encode([seq, kind, at, actor])
+    return hashlib.sha256(b"".join((prev_hash, header, b"\n", body))).digest()
 
 
 class StoredEvent(msgspec.Struct, frozen=True, kw_only=True):

@@ -7,6 +7,7 @@ import fcntl
 import os
 import socket
 import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -39,8 +40,15 @@ def _open_lock_file(path: Path) -> int:
 
 
 def _read_holder(fd: int) -> str | None:
-    text = os.pread(fd, _HOLDER_INFO_LIMIT, 0).decode("utf-8", "replace").strip()
-    return text or None
+    # The holder writes its line right after taking the lock; a loser racing it
+    # may read before that, so it looks again briefly before naming nobody.
+    for _ in range(20):
+        data = os.pread(fd, _HOLDER_INFO_LIMIT, 0)
+        first = data.decode("utf-8", "replace").partition("\n")[0].strip()
+        if first and data.endswith(b"\n"):
+            return first
+        time.sleep(0.005)
+    return None
 
 
 def _holder_line() -> bytes:
@@ -88,9 +96,12 @@ class _FileLock:
                 ) from exc
             _HELD.add(key)
             self._key = key
-        # Write who holds it, for the next owner's LockHeld message (EV-40).
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, _holder_line(), 0)
+        # Write who holds it, for the next owner's LockHeld message (EV-40):
+        # the whole line first, then cut what an older holder left after it,
+        # so a reader never finds the file empty or half-written.
+        line = _holder_line()
+        os.pwrite(fd, line, 0)
+        os.ftruncate(fd, len(line))
 
     def release(self) -> None:
         if self._fd is None:

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Mapping
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, Self
 
 import msgspec
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     Strict,
     StrictBool,
     StrictInt,
@@ -107,14 +108,37 @@ class RecoveryPolicy(BaseModel):
     def _plain_overrides(self, value: Mapping[str, Side]) -> dict[str, Side]:
         return dict(value)
 
+    #: ``digest()``, computed once per instance: a frozen policy never changes,
+    #: and equal policies hold equal digests, so BaseModel's equality (which
+    #: compares private attributes too) is what it was.
+    _digest: str = PrivateAttr(default="")
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._digest = self._compute_digest()
+
+    def model_copy(
+        self, *, update: Mapping[str, Any] | None = None, deep: bool = False
+    ) -> Self:
+        """A copy; with ``update``, its digest is computed again."""
+        copied = super().model_copy(update=update, deep=deep)
+        if update:
+            copied._digest = copied._compute_digest()
+        return copied
+
     def to_json_dict(self) -> dict[str, Any]:
         """The policy as plain JSON values (lists, dicts), for an event or a file."""
         return self.model_dump(mode="json")
 
-    def digest(self) -> str:
-        """sha256 hex of the policy's canonical JSON (sorted keys, no whitespace)."""
+    def _compute_digest(self) -> str:
         encoded = msgspec.json.encode(self.to_json_dict(), order="sorted")
         return hashlib.sha256(encoded).hexdigest()
+
+    def digest(self) -> str:
+        """sha256 hex of the policy's canonical JSON (sorted keys, no whitespace)."""
+        # Read from the private-attribute dict: BaseModel's __getattr__ for a
+        # private name costs more than the hash it saves.
+        private = self.__pydantic_private__ or {}
+        return str(private.get("_digest") or self._compute_digest())
 
     def __hash__(self) -> int:
         return hash(self.digest())

@@ -39,6 +39,7 @@ from ledger.jsonl import encode_row
 from ledger.paths import RunPaths
 from ledger.row_facts import row_facts
 from ledger.rows_kinds import row_route, selected_failure_kind
+from ledger.rows_values import is_mapping
 from ledger.write_index import Attempt, FileEnd, WriteIndex
 
 __all__ = ["Prepared", "Recorder", "Staged"]
@@ -68,6 +69,8 @@ class Staged:
 
 def _int(row: Mapping[str, Any], key: str, default: int | None = None) -> int:
     value = row.get(key, default)
+    if type(value) is int and value >= 0:  # the common case first (P-7)
+        return value
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise RowError(f"the row has no integer {key} >= 0 (found {value!r})", key=key)
     return value
@@ -81,6 +84,8 @@ def _encode(row: Mapping[str, Any]) -> bytes:
 
 
 def _mutable(row: object) -> MutableMapping[str, Any]:
+    if type(row) is dict:  # a row is a dict: no ABC check (P-7)
+        return row
     if not isinstance(row, MutableMapping):
         raise RowError(
             f"a row must be a JSON object (a dict), not {type(row).__name__}"
@@ -174,7 +179,7 @@ class Recorder:
         if route == "nowhere":
             return None  # _ng_no_persist: the reservation alone is the evidence
         rejudgment = source.get("_ng_rejudgment")
-        if isinstance(rejudgment, Mapping) and "admission_id" in rejudgment:
+        if is_mapping(rejudgment) and "admission_id" in rejudgment:
             admission = str(rejudgment["admission_id"])
             return self.prepare_judgment_row(admission, source, staged, raw=raw)
         if raw is not None and source.get("_ng_run_id") != self.index.run_id:
@@ -268,8 +273,10 @@ class Recorder:
         return Prepared(body, file=file, data=data)
 
     def _locate(self, file: str, data: bytes, staged: Staged) -> tuple[Location, int]:
-        recorded = self.index.end_of(file)
-        end = staged.ends.setdefault(file, FileEnd(recorded.offset, recorded.lines))
+        end = staged.ends.get(file)
+        if end is None:
+            recorded = self.index.end_of(file)
+            end = staged.ends[file] = FileEnd(recorded.offset, recorded.lines)
         location = Location(
             file=file,
             offset=end.offset,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,7 +61,31 @@ def _count_lines(path: Path, end: int) -> int:
     return count
 
 
-def _unrecorded_in(paths: RunPaths, file: str, end: int) -> Unrecorded | None:
+#: The recorded (offset, length, sha256) of every row of one file, in order.
+Locations = Callable[[str], Iterable[tuple[int, int, str]]]
+
+
+def _first_changed_line(
+    path: Path, size: int, recorded: Iterable[tuple[int, int, str]]
+) -> int:
+    """The 1-based line of the first recorded row the file no longer holds as is."""
+    line = 1
+    with path.open("rb") as handle:
+        position = 0
+        for offset, length, digest in recorded:
+            gap = handle.read(max(0, offset - position))
+            line += gap.count(b"\n")
+            data = handle.read(length)
+            position = offset + len(data)
+            if len(data) < length or hashlib.sha256(data).hexdigest() != digest:
+                return line
+            line += data.count(b"\n")
+    return _count_lines(path, size) + 1  # no locations: after the last whole line
+
+
+def _unrecorded_in(
+    paths: RunPaths, file: str, end: int, locations: Locations | None = None
+) -> Unrecorded | None:
     path = paths.folder / file
     if not path.exists():
         if end > 0:
@@ -73,10 +97,13 @@ def _unrecorded_in(paths: RunPaths, file: str, end: int) -> Unrecorded | None:
         return None
     size = path.stat().st_size
     if size < end:
+        line = _first_changed_line(path, size, locations(file) if locations else ())
         raise CorruptLedger(
-            f"{path} is {size} bytes, shorter than the {end} bytes of rows the "
-            "ledger records: rows were lost or edited; run `rollout-ledger verify`",
+            f"line {line} of {file} no longer holds the row the ledger recorded "
+            f"there ({path} is {size} bytes, shorter than the {end} bytes of "
+            "recorded rows): rows were lost or edited; run `rollout-ledger verify`",
             path=path,
+            line=line,
         )
     if size == end:
         return None
@@ -88,19 +115,23 @@ def _unrecorded_in(paths: RunPaths, file: str, end: int) -> Unrecorded | None:
     return Unrecorded(file, end, _count_lines(path, end) + 1, rows, torn)
 
 
-def find_unrecorded(paths: RunPaths, index: WriteIndex) -> Iterator[Unrecorded]:
+def find_unrecorded(
+    paths: RunPaths, index: WriteIndex, locations: Locations | None = None
+) -> Iterator[Unrecorded]:
     """The bytes of OUT and the sidecar past its last recorded row."""
     for path in (paths.out, paths.sidecar):
         file = paths.relative(path)
-        found = _unrecorded_in(paths, file, index.end_of(file).offset)
+        found = _unrecorded_in(paths, file, index.end_of(file).offset, locations)
         if found is not None:
             yield found
 
 
-def pending_repairs(paths: RunPaths, index: WriteIndex) -> list[PendingRepair]:
+def pending_repairs(
+    paths: RunPaths, index: WriteIndex, locations: Locations | None = None
+) -> list[PendingRepair]:
     """What a writer would repair, for readers to report (EV-12: "pending repair")."""
     pending = []
-    for found in find_unrecorded(paths, index):
+    for found in find_unrecorded(paths, index, locations):
         for number, _ in enumerate(found.rows):
             pending.append(
                 PendingRepair(found.file, found.first_line + number, "unrecorded row")
@@ -171,9 +202,11 @@ def _cut_torn_tail(paths: RunPaths, found: Unrecorded) -> TailRepaired:
     )
 
 
-def repair(paths: RunPaths, recorder: Recorder) -> int:
+def repair(
+    paths: RunPaths, recorder: Recorder, locations: Locations | None = None
+) -> int:
     """EV-12 on a writer's open; returns how many repair events were appended."""
-    found = list(find_unrecorded(paths, recorder.index))
+    found = list(find_unrecorded(paths, recorder.index, locations))
     if not found:
         return 0
     prepared = _prepare_rows(recorder, found)  # refuses before anything changes

@@ -10,27 +10,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ledger.facts import Delivery, RejudgmentRef, RowFacts
-from ledger.rows_answers import (
-    grade_record,
-    has_native_partial,
-    has_saved_generation,
-    is_legacy_placeholder,
-    keeps_response,
-    keeps_saved_answer,
-    result_reward,
-)
+from ledger.facts import Delivery, RejudgmentRef, RowFacts, RowKind
+from ledger.rows_answers import answers, grade_record, is_sidecar_row
 from ledger.rows_calls import calls_summary, model_calls, rollout_wallclock
-from ledger.rows_kinds import (
-    applied_result_class,
-    failure_events,
-    final_context,
-    own_failure_kind,
-    record_failure,
-    row_kind,
-    selected_failure_kind,
+from ledger.rows_kinds import applied_result_class, record_facts
+from ledger.rows_values import (
+    as_count,
+    as_float,
+    as_mapping,
+    as_str,
+    dig,
+    is_mapping,
 )
-from ledger.rows_values import as_count, as_mapping, as_str, dig
 
 __all__ = ["is_masked", "mask_owner", "row_facts"]
 
@@ -42,51 +33,67 @@ _DELIVERIES: Final[Mapping[str, Delivery]] = {
 
 
 def row_facts(row: object) -> RowFacts:
-    """The facts stored in ``result_saved`` / ``failure_saved`` for ``row``."""
+    """The facts stored in ``result_saved`` / ``failure_saved`` for ``row``.
+
+    Each rule's answer as its public function gives it, with what several
+    rules share (the failure record, the response, ``is_sidecar_row``) read
+    once (P-7: this runs once per recorded row).
+    """
     source = as_mapping(row)
     calls = model_calls(source)
-    context = final_context(source)
-    kind = row_kind(source)
+    record = record_facts(source)
+    sidecar = is_sidecar_row(source)
+    # row_kind, with is_sidecar_row's answer
+    kind: RowKind = (
+        "omission"
+        if source.get("_ng_omitted") is True
+        else "failure"
+        if sidecar
+        else "result"
+    )
+    kept = answers(source, sidecar=sidecar)
+    masked = is_masked(source)
+    owner = as_str(source.get("_ng_mask_owner"))
     return RowFacts(
         run_id=as_str(source.get("_ng_run_id")),
         row_kind=kind,
-        selected_kind=selected_failure_kind(source),
-        own_kind=own_failure_kind(source),
+        selected_kind=record.selected_kind,
+        own_kind=record.own_kind,
         failure_class=as_str(source.get("_ng_failure_class")),
-        stage=context.stage,
-        source=context.source,
-        record_source=as_str(dig(source, "_ng_failure_record", "source")),
-        terminal=_terminal(source),
-        delivery=None if kind == "result" else _delivery(source),
-        has_saved_generation=has_saved_generation(source),
-        legacy_placeholder=is_legacy_placeholder(source),
-        keeps_response=keeps_response(source),
-        has_native_partial=has_native_partial(source),
-        keeps_saved_answer=keeps_saved_answer(source),
+        stage=record.context.stage,
+        source=record.context.source,
+        record_source=as_str(record.record.get("source")),
+        terminal=_terminal(source, record.record),
+        delivery=None if kind == "result" else _delivery(record.record),
+        has_saved_generation=kept.has_saved_generation,
+        legacy_placeholder=kept.legacy_placeholder,
+        keeps_response=kept.keeps_response,
+        has_native_partial=kept.has_native_partial,
+        keeps_saved_answer=kept.keeps_saved_answer,
         grade_record=grade_record(source),
-        reward=result_reward(source),
-        masked=is_masked(source),
-        mask_owner=mask_owner(source),
+        reward=None if sidecar else as_float(source.get("reward")),  # result_reward
+        masked=masked,
+        mask_owner=owner or ("environment" if masked else None),  # mask_owner
         omitted=kind == "omission",
         rejudgment_of=_rejudgment(source),
         result_class=applied_result_class(source),
         wallclock=rollout_wallclock(source, calls=calls),
-        failure_events=failure_events(source),
+        failure_events=record.events,
         calls=calls_summary(calls),
-        record_failure=record_failure(source),
+        record_failure=record.failure,
     )
 
 
-def _terminal(row: Mapping[str, Any]) -> bool:
+def _terminal(row: Mapping[str, Any], record: Mapping[str, Any]) -> bool:
     # REC-14: stamped by the producer, on the row or in the typed record.
-    stamped = dig(row, "_ng_failure_record", "failure", "terminal")
+    stamped = dig(record, "failure", "terminal")
     return row.get("_ng_failure_terminal") is True or stamped is True
 
 
-def _delivery(row: Mapping[str, Any]) -> Delivery:
+def _delivery(record: Mapping[str, Any]) -> Delivery:
     # rows.md: a failure without a typed record, or without a delivery that is
     # one of the three values, counts as possibly delivered.
-    delivery = dig(row, "_ng_failure_record", "delivery")
+    delivery = record.get("delivery")
     if not isinstance(delivery, str):
         return "possibly_delivered"
     return _DELIVERIES.get(delivery, "possibly_delivered")
@@ -108,7 +115,7 @@ def _rejudgment(row: Mapping[str, Any]) -> RejudgmentRef | None:
     # Decision: any object under `_ng_rejudgment` marks a re-judgment's outcome,
     # even when none of its fields can be read; another type is absent.
     ref = row.get("_ng_rejudgment")
-    if not isinstance(ref, Mapping):
+    if not is_mapping(ref):
         return None
     return RejudgmentRef(
         admission_id=as_str(ref.get("admission_id")),

@@ -10,14 +10,24 @@ only, and a native cleanup's partial response is a kept answer even when empty.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
-from ledger.rows_values import as_float, as_list, as_mapping, as_str, dig, is_true
+from ledger.rows_values import (
+    as_float,
+    as_list,
+    as_mapping,
+    as_str,
+    dig,
+    is_mapping,
+    is_true,
+)
 
 __all__ = [
     "DIAGNOSTIC_KEYS",
     "LEGACY_FAILURE_CLASSES",
     "NG_NO_GENERATION_METADATA",
+    "Answers",
+    "answers",
     "counts_as_generation",
     "grade_record",
     "has_native_partial",
@@ -67,7 +77,7 @@ _LEGACY_ID_SUFFIXES: Final = (
 
 def is_typed_response(value: object) -> bool:
     """Whether ``value`` has an ``output`` key or ``"object": "response"`` (ROW-1)."""
-    return isinstance(value, Mapping) and (
+    return is_mapping(value) and (
         "output" in value or value.get("object") == "response"
     )
 
@@ -75,7 +85,7 @@ def is_typed_response(value: object) -> bool:
 def is_diagnostic_error(value: object) -> bool:
     """Whether ``value`` is an untyped, non-empty mapping of error keys only (ROW-1)."""
     return (
-        isinstance(value, Mapping)
+        is_mapping(value)
         and bool(value)
         and not is_typed_response(value)
         and all(key in DIAGNOSTIC_KEYS for key in value)
@@ -118,7 +128,7 @@ def is_sidecar_row(row: Mapping[str, Any]) -> bool:
     """Whether the row routes to the sidecar: a failure row or an omission (rows.md)."""
     return (
         as_str(row.get("_ng_failure_class")) is not None
-        or isinstance(row.get("_ng_failure_record"), Mapping)
+        or is_mapping(row.get("_ng_failure_record"))
         or row.get("_ng_omitted") is True
     )
 
@@ -195,6 +205,48 @@ def keeps_saved_answer(row: Mapping[str, Any]) -> bool:
     if isinstance(flag, bool):
         return flag
     return has_saved_generation(row) or has_native_partial(row)
+
+
+class Answers(NamedTuple):
+    """What a row keeps (ROW-4..ROW-10), each answer computed once (P-7)."""
+
+    has_saved_generation: bool
+    legacy_placeholder: bool
+    keeps_response: bool
+    has_native_partial: bool
+    keeps_saved_answer: bool
+
+
+def answers(row: Mapping[str, Any], *, sidecar: bool) -> Answers:
+    """``has_saved_generation``, ``is_legacy_placeholder``, ``keeps_response``,
+    ``has_native_partial`` and ``keeps_saved_answer`` of ``row`` at once.
+
+    ``sidecar`` is ``is_sidecar_row(row)``, which the caller has already.
+    """
+    response = row.get("response")
+    typed = is_typed_response(response)
+    legacy = typed and sidecar and _is_legacy(row, response)
+    # has_saved_generation: a generation (so typed) that is no placeholder,
+    # i.e. not marked as built without generation (ROW-3), and not ROW-5's.
+    saved = (
+        counts_as_generation(response)
+        and not is_true(dig(response, "metadata", NG_NO_GENERATION_METADATA))
+        and not legacy
+    )
+    native = is_typed_response(row.get("_ng_failure_partial_response"))
+    keeps = typed or native or is_typed_response(row.get("_ng_failure_response"))
+    flag = dig(row, "_ng_collector_projection", "kept_answer")
+    kept = flag if isinstance(flag, bool) else saved or native
+    return Answers(saved, legacy, keeps, native, kept)
+
+
+def _is_legacy(row: Mapping[str, Any], response: object) -> bool:
+    # is_legacy_placeholder past its first two checks (typed, sidecar).
+    if as_str(row.get("_ng_failure_class")) not in LEGACY_FAILURE_CLASSES:
+        return False
+    return _has_legacy_id(as_mapping(response)) or _one_empty_message(
+        as_mapping(response)
+    )
 
 
 # ROW-12: the policy-independent halves of a recorded grade.

@@ -9,7 +9,7 @@ carry failure evidence, so an agent with hundreds of calls stays a small event.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ledger.facts import CallFacts, CallsSummary, FailureEventFacts
@@ -21,6 +21,7 @@ from ledger.rows_values import (
     as_str,
     as_timestamp,
     dig,
+    is_mapping,
 )
 
 __all__ = [
@@ -49,7 +50,7 @@ def _call_events(value: object) -> tuple[FailureEventFacts, ...]:
             http_status=http_status(event.get("http_status")),
         )
         for event in as_list(value) or ()
-        if isinstance(event, Mapping)
+        if is_mapping(event)
     )
 
 
@@ -85,14 +86,6 @@ def _trajectory_call(call: object) -> CallFacts:
     return reduce_call(merged)
 
 
-def _sources(
-    row: Mapping[str, Any],
-) -> Iterable[tuple[object, Callable[[object], CallFacts]]]:
-    yield dig(row, "_ng_collector_projection", "model_calls"), reduce_call
-    yield dig(row, "ng_model_call_capture", "calls"), _capture_call
-    yield dig(row, "ng_trajectory", "model_calls"), _trajectory_call
-
-
 def model_calls(row: Mapping[str, Any]) -> tuple[CallFacts, ...]:
     """The row's captured model calls in capture order, reduced (ROW-30).
 
@@ -102,7 +95,12 @@ def model_calls(row: Mapping[str, Any]) -> tuple[CallFacts, ...]:
     not an object stays in place as a call with every field unknown, so the
     last call is still the last one captured.
     """
-    for calls, reduce in _sources(row):
+    # The three sources, read at once (dig is pure): no generator per row (P-7).
+    for calls, reduce in (
+        (dig(row, "_ng_collector_projection", "model_calls"), reduce_call),
+        (dig(row, "ng_model_call_capture", "calls"), _capture_call),
+        (dig(row, "ng_trajectory", "model_calls"), _trajectory_call),
+    ):
         items = as_list(calls)
         if items is not None:
             return tuple(reduce(call) for call in items)
@@ -132,8 +130,13 @@ def has_failure_evidence(call: CallFacts) -> bool:
     )
 
 
+_NO_CALLS = CallsSummary(count=0, span=None, last=None, evidence=())
+
+
 def calls_summary(calls: Sequence[CallFacts]) -> CallsSummary:
     """The compact summary of ROW-30 stored in the facts."""
+    if not calls:
+        return _NO_CALLS  # frozen: one shared value for every row without calls
     return CallsSummary(
         count=len(calls),
         span=calls_span(calls),

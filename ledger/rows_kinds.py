@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Final, Literal, NamedTuple
 
 from ledger.errors import RowError
@@ -18,15 +19,18 @@ from ledger.rows_values import (
     as_str,
     brief,
     dig,
+    is_mapping,
     is_true,
 )
 
 __all__ = [
     "FinalContext",
+    "RecordFacts",
     "applied_result_class",
     "failure_events",
     "final_context",
     "own_failure_kind",
+    "record_facts",
     "record_failure",
     "rollout_id",
     "row_kind",
@@ -75,6 +79,10 @@ def _record(row: Mapping[str, Any]) -> Mapping[str, Any]:
     return as_mapping(row.get("_ng_failure_record"))
 
 
+#: Mappings whose emptiness means every ``get`` gives ``None``.
+_PLAIN_MAPPINGS: Final = (dict, MappingProxyType)
+
+
 def _selected_event(record: Mapping[str, Any]) -> tuple[bool, Mapping[str, Any] | None]:
     # Decision: `selected_event` is present when it is an integer (an integral
     # float too; null, a bool or another type is absent). An index outside the
@@ -84,7 +92,20 @@ def _selected_event(record: Mapping[str, Any]) -> tuple[bool, Mapping[str, Any] 
         return False, None
     events = as_list(record.get("failure_events")) or ()
     event = events[index] if 0 <= index < len(events) else None
-    return True, event if isinstance(event, Mapping) else None
+    return True, event if is_mapping(event) else None
+
+
+def _own_kind(row: Mapping[str, Any], record: Mapping[str, Any]) -> str | None:
+    # own_failure_kind with the record already read (it is _record(row)).
+    for value in (
+        dig(record, "failure", "failure_kind"),
+        row.get("failure_kind"),
+        row.get("_ng_failure_class"),
+    ):
+        kind = as_str(value)
+        if kind is not None:
+            return kind
+    return "agent_timeout" if row.get("agent_timeout_error") else None
 
 
 def own_failure_kind(row: Mapping[str, Any]) -> str | None:
@@ -190,14 +211,59 @@ def _event_facts(
 def failure_events(row: Mapping[str, Any]) -> tuple[FailureEventFacts, ...]:
     """The typed record's ``failure_events``, each as kind, stage, source, status."""
     events: Sequence[Any] = as_list(_record(row).get("failure_events")) or ()
-    return tuple(_event_facts(e) for e in events if isinstance(e, Mapping))
+    return tuple(_event_facts(e) for e in events if is_mapping(e))
 
 
 def record_failure(row: Mapping[str, Any]) -> FailureEventFacts | None:
     """The typed record's own failure, with the record's source and HTTP status."""
+    return _record_failure(_record(row))
+
+
+class RecordFacts(NamedTuple):
+    """What ``row_facts`` reads of a row's typed failure record, read once (P-7)."""
+
+    selected_kind: str | None
+    own_kind: str | None
+    context: FinalContext
+    events: tuple[FailureEventFacts, ...]
+    failure: FailureEventFacts | None
+    record: Mapping[str, Any]  # the record, an empty mapping when there is none
+
+
+def record_facts(row: Mapping[str, Any]) -> RecordFacts:
+    """``selected_failure_kind``, ``own_failure_kind``, ``final_context``,
+    ``failure_events`` and ``record_failure`` of ``row``, the record read once."""
     record = _record(row)
+    if not record and type(record) in _PLAIN_MAPPINGS:
+        # No record (most rows): each rule above reads nothing from it.
+        own = _own_kind(row, record)
+        stage = as_str(row.get("failure_stage"))
+        if stage is None:
+            stage = _observed_stage(row)
+        return RecordFacts(own, own, FinalContext(stage, None), (), None, record)
+    selects, event = _selected_event(record)
+    own = _own_kind(row, record)
+    if selects:
+        selected = None if event is None else as_str(event.get("failure_kind"))
+    else:
+        selected = own
+    stage = _first_str(
+        dig(event, "stage"), dig(record, "failure", "stage"), row.get("failure_stage")
+    )
+    source = _first_str(dig(event, "source"), record.get("source"))
+    if stage is None:
+        stage = _observed_stage(row)
+    listed: Sequence[Any] = as_list(record.get("failure_events")) or ()
+    events = tuple(_event_facts(e) for e in listed if is_mapping(e))
+    failure = _record_failure(record)
+    return RecordFacts(
+        selected, own, FinalContext(stage, source), events, failure, record
+    )
+
+
+def _record_failure(record: Mapping[str, Any]) -> FailureEventFacts | None:
     failure = record.get("failure")
-    if not isinstance(failure, Mapping):
+    if not is_mapping(failure):
         return None
     own = _event_facts(failure, source=record.get("source"))
     status = http_status(record.get("http_status"))

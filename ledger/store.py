@@ -8,6 +8,7 @@ callers never see ``sqlite3`` types.
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -17,13 +18,18 @@ from typing import NamedTuple
 import sqlite_utils
 
 from ledger.errors import ConcurrencyConflict, CorruptLedger, LedgerError
-from ledger.events import ZERO_HASH, chain_hash
+from ledger.events import ZERO_HASH, header_tail
 
 __all__ = ["SCHEMA_VERSION", "EventRow", "NewEvent", "SQLiteStore"]
 
 PACKAGE_VERSION = "0.1.0"
 _READ_BATCH = 1024
+_FIRST_BATCH = 8
 _SELECT = "SELECT seq, kind, at, actor, body, prev_hash, hash FROM events"
+_INSERT = (
+    "INSERT INTO events(seq, kind, at, actor, body, prev_hash, hash) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
 
 
 class NewEvent(NamedTuple):
@@ -45,6 +51,36 @@ class EventRow(NamedTuple):
     body: bytes
     prev_hash: bytes
     hash: bytes
+
+
+class _StaleHead(Exception):
+    """The head this writer remembered is not the log's: read it and run again."""
+
+
+def chained_rows(events: Sequence[NewEvent], seq: int, prev: bytes) -> list[EventRow]:
+    """``events`` as rows numbered and chained after ``(seq, prev)`` (EV-2).
+
+    Each hash is ``chain_hash``'s, computed with the header's constant part
+    (kind, at, actor) encoded once per distinct triple (P-2).
+    """
+    sha256, make = hashlib.sha256, tuple.__new__  # an EventRow without its __new__
+    if len(events) == 1:  # P-1: one durable event per call
+        kind, at, actor, body = events[0]
+        seq += 1
+        header = b"[%d" % seq + header_tail(kind, at, actor)
+        digest = sha256(b"".join((prev, header, body))).digest()
+        return [make(EventRow, (seq, kind, at, actor, body, prev, digest))]
+    rows = []
+    tails: dict[tuple[str, str, str], bytes] = {}
+    for kind, at, actor, body in events:
+        seq += 1
+        tail = tails.get((kind, at, actor))
+        if tail is None:
+            tail = tails[kind, at, actor] = header_tail(kind, at, actor)
+        digest = sha256(b"".join((prev, b"[%d" % seq, tail, body))).digest()
+        rows.append(make(EventRow, (seq, kind, at, actor, body, prev, digest)))
+        prev = digest
+    return rows
 
 
 def _create_events(db: sqlite_utils.Database) -> None:
@@ -88,6 +124,10 @@ MIGRATIONS: tuple[tuple[str, Callable[[sqlite_utils.Database], None]], ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+def _lenient_text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
 def _translate(exc: sqlite3.Error, path: Path, doing: str) -> LedgerError:
     if isinstance(exc, sqlite3.ProgrammingError):
         return LedgerError(f"{path}: {exc} (while {doing}); open the run again")
@@ -105,6 +145,8 @@ class SQLiteStore:
         self._conn = conn
         self.path = path
         self.writable = writable
+        #: ``(seq, hash)`` this writer committed last; ``None``: read it.
+        self._head: tuple[int, bytes] | None = None
 
     # -- opening -----------------------------------------------------------
 
@@ -153,6 +195,9 @@ class SQLiteStore:
             )
             # EV-11: a returned append is durable after kill -9 or power loss.
             conn.execute("PRAGMA synchronous=FULL")
+            # A byte flipped into invalid UTF-8 must read back as text that
+            # breaks the chain at its seq, not as an error naming no event (R-7).
+            conn.text_factory = _lenient_text
         except sqlite3.Error as exc:
             raise _translate(exc, path, "opening") from exc
         return cls(conn, path, writable=writable)
@@ -236,36 +281,78 @@ class SQLiteStore:
     def append_many(
         self, events: Sequence[NewEvent], *, expected_seq: int | None = None
     ) -> list[EventRow]:
-        """Append ``events`` in one transaction, chained on the head (EV-11)."""
+        """Append ``events`` in one transaction, chained on the head (EV-11).
+
+        The hot path (P-1, P-2): no generator context managers, and the head
+        this writer committed last instead of a ``SELECT`` per transaction.
+        That head can only be stale when another connection appended (the run
+        lock makes this writer the only one); the stale seq is then taken by
+        now, the ``INSERT`` fails on the primary key, and the transaction is
+        run again on the head read from the log, so ``expected_seq`` is always
+        compared with the log's own head.
+        """
         if not self.writable:
             raise LedgerError(
                 f"{self.path} is open read-only; appends need the run lock"
             )
-        with self.transaction():
-            return self.append_in_transaction(events, expected_seq=expected_seq)
+        conn = self._conn
+        head = self._head
+        while True:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise _translate(exc, self.path, "starting a transaction") from exc
+            try:
+                rows = self._insert(events, expected_seq, head)
+            except _StaleHead:
+                conn.execute("ROLLBACK")
+                head = self._head = None
+                continue
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._head = None
+                raise _translate(exc, self.path, "committing") from exc
+            if rows:
+                last = rows[-1]
+                self._head = (last.seq, last.hash)
+            return rows
+
+    def _insert(
+        self,
+        events: Sequence[NewEvent],
+        expected_seq: int | None,
+        cached: tuple[int, bytes] | None,
+    ) -> list[EventRow]:
+        seq, prev = self.head() if cached is None else cached
+        if expected_seq is not None and expected_seq != seq:
+            if cached is not None:
+                raise _StaleHead  # compare with the log's head, never a cache
+            raise ConcurrencyConflict(expected_seq=expected_seq, actual_seq=seq)
+        rows = chained_rows(events, seq, prev)
+        try:
+            if len(rows) == 1:
+                self._conn.execute(_INSERT, rows[0])
+            else:
+                self._conn.executemany(_INSERT, rows)
+        except sqlite3.IntegrityError as exc:
+            if cached is not None and self.head() != cached:
+                raise _StaleHead from exc
+            raise _translate(exc, self.path, "appending") from exc
+        except sqlite3.Error as exc:
+            raise _translate(exc, self.path, "appending") from exc
+        return rows
 
     def append_in_transaction(
         self, events: Sequence[NewEvent], *, expected_seq: int | None = None
     ) -> list[EventRow]:
         """Append inside a transaction the caller already holds."""
-        seq, prev = self.head()
-        if expected_seq is not None and expected_seq != seq:
-            raise ConcurrencyConflict(expected_seq=expected_seq, actual_seq=seq)
-        rows = []
-        for event in events:
-            seq += 1
-            digest = chain_hash(
-                prev, seq, event.kind, event.at, event.actor, event.body
-            )
-            rows.append(EventRow(seq, *event, prev, digest))
-            prev = digest
-        with self._guard("appending"):
-            self._conn.executemany(
-                "INSERT INTO events(seq, kind, at, actor, body, prev_hash, hash) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                rows,
-            )
-        return rows
+        self._head = None  # the caller may still roll back: read it next time
+        return self._insert(events, expected_seq, None)
 
     def rows(
         self, from_seq: int = 1, *, kinds: Sequence[str] = ()
@@ -278,9 +365,40 @@ class SQLiteStore:
             params.extend(kinds)
         with self._guard("reading events"):
             cursor = self._conn.execute(sql + " ORDER BY seq", params)
-            while batch := cursor.fetchmany(_READ_BATCH):
+            # A small first batch: a caller that wants the event at a seq
+            # (``next(...)``) must not pay for 1024 rows (P-4's re-judge items).
+            size = _FIRST_BATCH
+            while batch := cursor.fetchmany(size):
+                size = _READ_BATCH
                 for row in batch:
-                    yield EventRow(*row)
+                    yield EventRow._make(row)
+
+    def rows_at(self, seqs: Sequence[int]) -> Iterator[EventRow]:
+        """The stored rows of ``seqs`` (those that exist), in ``seq`` order."""
+        wanted = sorted(set(seqs))
+        with self._guard("reading events"):
+            for start in range(0, len(wanted), _READ_BATCH):
+                chunk = wanted[start : start + _READ_BATCH]
+                marks = ", ".join("?" * len(chunk))
+                cursor = self._conn.execute(
+                    f"{_SELECT} WHERE seq IN ({marks}) ORDER BY seq", chunk
+                )
+                for row in cursor.fetchall():
+                    yield EventRow._make(row)
+
+    def fold_rows(self, from_seq: int = 1) -> Iterator[tuple[int, str, bytes]]:
+        """``(seq, kind, body)`` of the rows from ``from_seq``, streamed.
+
+        Replay's read (P-3): only the columns every fold step uses, as SQLite
+        gives them (each text column read costs a text conversion).
+        """
+        with self._guard("reading events"):
+            cursor = self._conn.execute(
+                "SELECT seq, kind, body FROM events WHERE seq >= ? ORDER BY seq",
+                (from_seq,),
+            )
+            while batch := cursor.fetchmany(_READ_BATCH):
+                yield from batch
 
     def distinct_kinds(self) -> set[str]:
         """Every kind stored in the log (cheap: read from the kind index)."""

@@ -7,8 +7,9 @@ closed, and where each collector file's recorded bytes end (EV-12).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ledger.events import (
     AttemptReserved,
@@ -76,53 +77,93 @@ class WriteIndex:
 
     def apply(self, body: object) -> None:
         """Fold one event body into the index."""
-        if isinstance(body, RunCreated):
-            self.run_id = body.run_id
-            self.keys = {(e[0], e[1]): line for line, e in enumerate(body.index, 1)}
-        elif isinstance(body, ResumeStarted):
-            # REC-3: a release holds until the next resume_started.
-            self.released.clear()
-            self.released_by_key.clear()
-            self.released_rejudge.clear()
-            self.admitted_since_release.clear()
-        elif isinstance(body, AttemptsReleased):
-            self.released.update(body.dispatch)
-            self.released_by_key.update({(t, r): a for t, r, a in body.dispatch})
-            self.released_rejudge.update(body.rejudge)
-            self.admitted_since_release.difference_update(body.rejudge)
-        elif isinstance(body, AttemptReserved):
-            self.reserved.add((body.task, body.rollout, body.attempt))
-        elif isinstance(body, JudgeAdmitted):
-            attempt = (body.task, body.rollout, body.attempt)
-            self.open_admissions[body.admission_id] = attempt
-            self.admitted_since_release.add(attempt)
-        elif isinstance(body, JudgeOutcomeSaved):
-            self.open_admissions.pop(body.admission_id, None)
-            self._advance(body.location, body.sidecar_line)
-        elif isinstance(body, FailureSaved | OmissionSaved):
-            self._advance(body.location, body.sidecar_line)
-        elif isinstance(body, ResultSaved):
-            self._advance(body.location, None)
-        elif isinstance(body, LegacyImported):
-            # REC-70: everything an import read counts as recorded, rejected
-            # lines included, so a writer's open never mistakes them for rows
-            # a crash left unrecorded (EV-12).
-            for source in body.sources:
-                end = self.ends.setdefault(source.file, FileEnd())
-                end.offset = max(end.offset, source.size)
-                end.lines = max(end.lines, source.lines)
+        # One dict lookup on the body's type instead of a chain of isinstance
+        # (P-2, P-7); a subclass of an event type takes the isinstance route.
+        handler = _APPLY.get(type(body))
+        if handler is None:
+            handler = next(
+                (h for cls, h in _APPLY.items() if isinstance(body, cls)), None
+            )
+        if handler is not None:
+            handler(self, body)
+
+    def _run_created(self, body: RunCreated) -> None:
+        self.run_id = body.run_id
+        self.keys = {(e[0], e[1]): line for line, e in enumerate(body.index, 1)}
+
+    def _resume_started(self, body: ResumeStarted) -> None:
+        # REC-3: a release holds until the next resume_started.
+        self.released.clear()
+        self.released_by_key.clear()
+        self.released_rejudge.clear()
+        self.admitted_since_release.clear()
+
+    def _attempts_released(self, body: AttemptsReleased) -> None:
+        self.released.update(body.dispatch)
+        self.released_by_key.update({(t, r): a for t, r, a in body.dispatch})
+        self.released_rejudge.update(body.rejudge)
+        self.admitted_since_release.difference_update(body.rejudge)
+
+    def _attempt_reserved(self, body: AttemptReserved) -> None:
+        self.reserved.add((body.task, body.rollout, body.attempt))
+
+    def _judge_admitted(self, body: JudgeAdmitted) -> None:
+        attempt = (body.task, body.rollout, body.attempt)
+        self.open_admissions[body.admission_id] = attempt
+        self.admitted_since_release.add(attempt)
+
+    def _judge_outcome_saved(self, body: JudgeOutcomeSaved) -> None:
+        self.open_admissions.pop(body.admission_id, None)
+        self._advance(body.location, body.sidecar_line)
+
+    def _sidecar_saved(self, body: FailureSaved | OmissionSaved) -> None:
+        self._advance(body.location, body.sidecar_line)
+
+    def _result_saved(self, body: ResultSaved) -> None:
+        self._advance(body.location, None)
+
+    def _legacy_imported(self, body: LegacyImported) -> None:
+        # REC-70: everything an import read counts as recorded, rejected
+        # lines included, so a writer's open never mistakes them for rows
+        # a crash left unrecorded (EV-12).
+        for source in body.sources:
+            end = self.ends.setdefault(source.file, FileEnd())
+            end.offset = max(end.offset, source.size)
+            end.lines = max(end.lines, source.lines)
 
     def _advance(self, location: Location, line: int | None) -> None:
-        end = self.ends.setdefault(location.file, FileEnd())
-        new_bytes = location.offset + location.length > end.offset
-        end.offset = max(end.offset, location.offset + location.length)
+        end = self.ends.get(location.file)
+        if end is None:
+            end = self.ends[location.file] = FileEnd()
+        stop = location.offset + location.length
+        new_bytes = stop > end.offset
+        if new_bytes:
+            end.offset = stop
         # The sidecar's 0-based line is stored (an import may have left
         # unrecorded lines before it); results count their own rows.
         if line is not None:
-            end.lines = max(end.lines, line + 1)
+            if line >= end.lines:
+                end.lines = line + 1
         elif new_bytes:  # an import already counted the rows it read
             end.lines += 1
 
     def end_of(self, file: str) -> FileEnd:
         """The recorded end of ``file`` (zero when nothing was recorded there)."""
-        return self.ends.get(file, FileEnd())
+        found = self.ends.get(file)
+        return FileEnd() if found is None else found
+
+
+#: ``WriteIndex.apply``'s handler per event type, in the order the isinstance
+#: chain it replaces tested them.
+_APPLY: dict[type, Callable[[WriteIndex, Any], None]] = {
+    RunCreated: WriteIndex._run_created,
+    ResumeStarted: WriteIndex._resume_started,
+    AttemptsReleased: WriteIndex._attempts_released,
+    AttemptReserved: WriteIndex._attempt_reserved,
+    JudgeAdmitted: WriteIndex._judge_admitted,
+    JudgeOutcomeSaved: WriteIndex._judge_outcome_saved,
+    FailureSaved: WriteIndex._sidecar_saved,
+    OmissionSaved: WriteIndex._sidecar_saved,
+    ResultSaved: WriteIndex._result_saved,
+    LegacyImported: WriteIndex._legacy_imported,
+}

@@ -1,13 +1,16 @@
 """The current manifest a resume compares with the saved one (REC-56).
 
 Built from the run's materialized inputs without parsing them whole (P-4): the
-file is hashed as it is read, and each line is decoded only for its
-``agent_ref`` (what the identity's server selection needs, ID-3).
+file is hashed as it is read (in large chunks), and each line is decoded only
+for its ``agent_ref`` (what the identity's server selection needs, ID-3), kept
+as its JSON bytes, so each distinct reference is built once.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -22,26 +25,64 @@ __all__ = ["current_manifest"]
 
 
 class _AgentOnly(msgspec.Struct):
-    agent_ref: Any = None
+    agent_ref: msgspec.Raw = msgspec.Raw(b"null")
 
 
 _AGENT_DECODER = msgspec.json.Decoder(_AgentOnly)
+_CHUNK = 1 << 22  # read and hashed 4 MiB at a time; lines are split from it
+
+
+def _lines(path: Path, digest: Any) -> Iterator[bytes | memoryview]:
+    """The file's lines without their newline, hashing every byte as read.
+
+    Each chunk is hashed in a helper thread while its lines are decoded here
+    (``update`` releases the GIL on large buffers, P-4); one chunk at most is
+    being hashed, in file order, so the digest is the file's.
+    """
+    with (
+        path.open("rb", buffering=0) as handle,
+        ThreadPoolExecutor(1, thread_name_prefix="sha256") as hasher,
+    ):
+        hashing: Future[None] | None = None
+        pending: list[bytes] = []  # the start of a line that crosses chunks
+        while chunk := handle.read(_CHUNK):
+            if hashing is not None:
+                hashing.result()
+            hashing = hasher.submit(digest.update, chunk)
+            view = memoryview(chunk)  # lines are decoded in place, not copied
+            start = 0
+            while (end := chunk.find(b"\n", start)) >= 0:
+                if pending:
+                    pending.append(chunk[start:end])
+                    yield b"".join(pending)
+                    pending = []
+                else:
+                    yield view[start:end]
+                start = end + 1
+            if start < len(chunk):
+                pending.append(chunk[start:])
+        if hashing is not None:
+            hashing.result()
+        if pending:
+            yield b"".join(pending)
 
 
 def _agents_and_digest(path: Path) -> tuple[list[dict[str, Any]], str]:
     digest = hashlib.sha256()
     agents: dict[str, dict[str, Any]] = {}
-    with path.open("rb") as handle:
-        for line in handle:
-            digest.update(line)
-            try:
-                ref = _AGENT_DECODER.decode(line).agent_ref
-            except msgspec.DecodeError:
-                continue  # the digest check (REC-55) reports a changed file
-            if isinstance(ref, dict):
-                agents.setdefault(
-                    msgspec.json.encode(ref, order="sorted").decode(), ref
-                )
+    seen: set[bytes] = set()  # agent_ref values met, as their JSON bytes
+    for line in _lines(path, digest):
+        try:
+            raw = _AGENT_DECODER.decode(line).agent_ref
+        except msgspec.DecodeError:
+            continue  # the digest check (REC-55) reports a changed file
+        data = bytes(raw)
+        if data in seen:  # the same bytes decode to the same reference
+            continue
+        seen.add(data)
+        ref = msgspec.json.decode(data)
+        if isinstance(ref, dict):
+            agents.setdefault(msgspec.json.encode(ref, order="sorted").decode(), ref)
     return [{"agent_ref": ref} for ref in agents.values()], digest.hexdigest()
 
 

@@ -3,20 +3,31 @@
 The fold classifies every outcome under the policy in force at the head of the
 log (REC-60): the policy events are read first, cheaply, then every event is
 folded once. No I/O and no clock: the same events always give the same state.
+
+A ledger is replayed on a fast path (P-3, P-4): its rows are read without the
+columns the fold does not use, and an outcome's facts are decoded, and so
+checked, the first time the fold meets their bytes; a fold keeps what it
+classified per distinct facts. Every body is still checked as
+``Ledger.events`` checks it, and a body that does not decode raises the same
+error, from the same code (``ledger.stored.decode_row``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from functools import lru_cache
+from collections.abc import Callable, Iterable, Iterator
 from sys import intern
-from typing import Any, Protocol
+from typing import Any, Protocol, Union
+
+import msgspec
 
 from ledger import events as ev
 from ledger import facts_rules
+from ledger.errors import UnknownEvent
 from ledger.facts import RowFacts
 from ledger.policy import RecoveryPolicy
 from ledger.policy_log import policy_from_events
+from ledger.store import EventRow
+from ledger.stored import decode_row
 from projections.classify import CODES, OMISSION, classify
 from projections.state import (
     LATE,
@@ -34,9 +45,57 @@ __all__ = ["EventSource", "apply", "replay"]
 
 _POLICY_KINDS = ("run_created", "policy_changed")
 # Rows of one run repeat the same facts often; a small cache per fold keeps the
-# hits without keeping many decoded facts alive (P-3).
-_CLASSIFIED_CACHE = 1024
+# hits without keeping many decoded facts alive (P-3). It is emptied when full.
+_CLASSIFIED_CACHE = 4096
 _MANIFEST_SKIP = {"identity", "policy", "index"}
+
+#: What the fold keeps of an outcome's facts: its branch code and grade (under
+#: the fold's policy), reward, selected kind (interned), masked, wallclock.
+Outcome = tuple[int, float | None, float | None, str | None, bool, float | None]
+#: A stored row as the fast path reads it: seq, kind, body bytes.
+FoldRow = tuple[int, str, bytes]
+#: The kinds whose fold step reads the event's ``at`` (read apart, when met).
+_NEEDS_AT = frozenset({"drift_accepted", "failure_budget_reset"})
+
+
+class _ResultRow(msgspec.Struct, tag_field="kind", tag="result_saved", kw_only=True):
+    """``result_saved`` as the fast path decodes it: the facts left as bytes."""
+
+    task: ev.NonNegative
+    rollout: ev.NonNegative
+    attempt: ev.NonNegative
+    location: ev.Location
+    facts: msgspec.Raw
+
+
+class _FailureRow(msgspec.Struct, tag_field="kind", tag="failure_saved", kw_only=True):
+    """``failure_saved`` as the fast path decodes it: the facts left as bytes."""
+
+    task: ev.NonNegative
+    rollout: ev.NonNegative
+    attempt: ev.NonNegative
+    location: ev.Location
+    sidecar_line: ev.NonNegative
+    facts: msgspec.Raw
+
+
+_FAST_TYPES: tuple[type, ...] = tuple(
+    {ev.ResultSaved: _ResultRow, ev.FailureSaved: _FailureRow}.get(t, t)
+    for t in ev.EVENT_TYPES
+)
+_FAST_DECODER: msgspec.json.Decoder[Any] = msgspec.json.Decoder(
+    Union[_FAST_TYPES]  # noqa: UP007  (a union of a runtime tuple of types)
+)
+_FACTS_DECODER = msgspec.json.Decoder(RowFacts)
+_FAST_TYPE_OF_KIND: dict[str, type] = {
+    t.__struct_config__.tag: t  # type: ignore[attr-defined]
+    for t in _FAST_TYPES
+}
+# How the fast path folds each kind.
+_PLAIN, _WITH_AT, _RESERVED, _SAVED = range(4)
+_MODE_OF_KIND: dict[str, int] = {
+    kind: _WITH_AT if kind in _NEEDS_AT else _PLAIN for kind in _FAST_TYPE_OF_KIND
+} | {"attempt_reserved": _RESERVED, "result_saved": _SAVED, "failure_saved": _SAVED}
 
 
 class EventSource(Protocol):
@@ -49,6 +108,43 @@ class EventSource(Protocol):
 
 def _head_policy(events: Iterable[ev.StoredEvent]) -> RecoveryPolicy:
     return policy_from_events(event.body for event in events)
+
+
+class _PolicyOnly(msgspec.Struct, tag_field="kind", tag="run_created"):
+    """``run_created`` as the policy read decodes it: its policy, not its index."""
+
+    policy: dict[str, Any] = {}
+
+
+_POLICY_DECODER = msgspec.json.Decoder(_PolicyOnly)
+#: A ``run_created`` to carry a decoded policy to ``policy_from_events``, which
+#: reads nothing else of it.
+_CARRIER = ev.RunCreated(
+    run_id="-", created_at="-", materialized_digest="-", config_digest="-",
+    max_rollout_attempts=1,
+)  # fmt: skip
+
+
+def _ledger_policy(ledger: Any) -> RecoveryPolicy:
+    """The head policy of a ledger, its ``run_created`` decoded for the policy only.
+
+    The index (one entry per rollout) is decoded once, by the fold (P-4, P-5).
+    A body that does not decode so is decoded in full, for its error.
+    """
+    bodies: list[object] = []
+    path = ledger.paths.db
+    for row in ledger.raw_events(1, kinds=_POLICY_KINDS):
+        data = bytes(row.body)
+        if row.kind == "run_created":
+            try:
+                light = _POLICY_DECODER.decode(data)
+            except msgspec.DecodeError:
+                light = None
+            if light is not None:
+                bodies.append(msgspec.structs.replace(_CARRIER, policy=light.policy))
+                continue
+        bodies.append(decode_row(row, path=path).body)
+    return policy_from_events(bodies)
 
 
 def replay(
@@ -70,10 +166,19 @@ def replay(
             e for e in stream if e.kind in _POLICY_KINDS
         )
     else:
-        policy = policy_override or _head_policy(events.events(1, kinds=_POLICY_KINDS))
+        fast = _has_fast_rows(events)
+        if policy_override is not None:
+            policy = policy_override
+        elif fast:
+            policy = _ledger_policy(events)
+        else:
+            policy = _head_policy(events.events(1, kinds=_POLICY_KINDS))
         if state is None and use_snapshot and policy_override is None:
             state = _snapshot(events, policy)
-        stream = events.events(1 if state is None else state.as_of_seq + 1)
+        from_seq = 1 if state is None else state.as_of_seq + 1
+        if fast:
+            return _replay_rows(events, from_seq, policy, state)
+        stream = events.events(from_seq)
     folded = state if state is not None else RunState()
     folded.policy = policy.to_json_dict()
     step = _Fold(folded, policy)
@@ -81,7 +186,38 @@ def replay(
     for last in stream:
         step.fold(last)
     if last is not None:  # the head, once (hex per event costs P-3 time)
-        step.at(last)
+        step.at(last.seq, last.hash)
+    return folded
+
+
+def _has_fast_rows(source: Any) -> bool:
+    # A ledger's rows, unless its events() was replaced on the instance (a
+    # wrapper or a test double is read through what it replaced it with).
+    own = getattr(type(source), "events", None)
+    bound = getattr(source.events, "__func__", None)
+    return (
+        hasattr(source, "rows_for_fold")
+        and hasattr(source, "raw_events")
+        and own is not None
+        and bound is own
+    )
+
+
+def _replay_rows(
+    ledger: Any, from_seq: int, policy: RecoveryPolicy, state: RunState | None
+) -> RunState:
+    """``replay``'s fast path over a ledger's rows (same state, same errors)."""
+    folded = state if state is not None else RunState()
+    folded.policy = policy.to_json_dict()
+    step = _Fold(folded, policy)
+
+    def row_at(seq: int) -> EventRow:
+        row: EventRow = next(iter(ledger.raw_events(seq)))
+        return row
+
+    last = step.fold_rows(ledger.rows_for_fold(from_seq), ledger.paths.db, row_at)
+    if last is not None:
+        step.at(last, bytes(row_at(last).hash))
     return folded
 
 
@@ -99,42 +235,118 @@ def apply(state: RunState, event: ev.StoredEvent, policy: RecoveryPolicy) -> Non
     _Fold(state, policy).apply(event)
 
 
+def _checked_body(seq: int, kind: str, data: bytes, path: Any) -> Any:
+    # The full decoder's verdict, and its error, for a body the fast path
+    # could not take (decode_row raises what Ledger.events raises).
+    return decode_row(EventRow(seq, kind, "", "", data, b"", b""), path=path).body
+
+
 class _Fold:
     """One fold step per kind; each handler is small and touches only the state."""
 
     def __init__(self, state: RunState, policy: RecoveryPolicy) -> None:
         self.state = state
         self.policy = policy
-        self._classified = lru_cache(maxsize=_CLASSIFIED_CACHE)(self._classify)
-        self._handlers: dict[str, Callable[[Any, ev.StoredEvent], None]] = {
+        self._outcomes: dict[Any, Outcome] = {}  # facts (or their bytes) -> Outcome
+        self._handlers: dict[str, Callable[[Any, int, str], None]] = {
             kind: getattr(self, f"_{kind}")
             for kind in ev.KINDS
             if hasattr(self, f"_{kind}")
         }
 
-    def _classify(self, facts: RowFacts) -> tuple[int, float | None]:
-        """The outcome's branch code (REC-20) and recorded grade (ROW-12)."""
-        return CODES[classify(facts, self.policy)], _grade(facts, self.policy)
+    def _classify(self, facts: RowFacts) -> Outcome:
+        """The outcome's branch code (REC-20), grade (ROW-12) and kept facts."""
+        kind = facts.selected_kind
+        return (
+            CODES[classify(facts, self.policy)],
+            _grade(facts, self.policy),
+            facts.reward,
+            None if kind is None else intern(kind),
+            facts.masked,
+            facts.wallclock,
+        )
+
+    def _outcome_of(self, facts: RowFacts) -> Outcome:
+        found = self._outcomes.get(facts)
+        if found is None:
+            if len(self._outcomes) >= _CLASSIFIED_CACHE:
+                self._outcomes.clear()
+            found = self._outcomes[facts] = self._classify(facts)
+        return found
 
     def apply(self, event: ev.StoredEvent) -> None:
         """Fold one event and move the state's head to it."""
         self.fold(event)
-        self.at(event)
+        self.at(event.seq, event.hash)
 
     def fold(self, event: ev.StoredEvent) -> None:
         """Fold one event; the head moves with ``at``."""
         handler = self._handlers.get(event.kind)
         if handler is not None:
-            handler(event.body, event)
+            handler(event.body, event.seq, event.at)
 
-    def at(self, event: ev.StoredEvent) -> None:
-        """The state is as of ``event``."""
-        self.state.as_of_seq = event.seq
-        self.state.head_hash = event.hash.hex()
+    def fold_rows(
+        self, rows: Iterator[FoldRow], path: Any, row_at: Callable[[int], EventRow]
+    ) -> int | None:
+        """Fold stored rows, decoding each as ``Ledger.events`` would; the last seq.
+
+        ``row_at(seq)`` reads one stored row, for the few kinds that fold ``at``.
+        """
+        handlers, decode = self._handlers, _FAST_DECODER.decode
+        outcomes, rollouts = self._outcomes, self.state.rollouts
+        last = None
+        for seq, kind, data in rows:
+            expected = _FAST_TYPE_OF_KIND.get(kind)
+            if expected is None:
+                raise UnknownEvent(seq=seq, kind=kind, path=path)
+            try:
+                body = decode(data)
+            except msgspec.DecodeError:
+                body = _checked_body(seq, kind, data, path)
+            if type(body) is not expected:
+                body = _checked_body(seq, kind, data, path)
+            last = seq
+            mode = _MODE_OF_KIND[kind]
+            if mode == _RESERVED:  # _attempt_reserved, inlined: half of a log
+                by_rollout = rollouts.get(body.task)
+                rollout = None if by_rollout is None else by_rollout.get(body.rollout)
+                if rollout is not None:
+                    record = rollout.add_attempt(body.attempt)
+                    if not record.flags & RESERVED:
+                        record.flags |= RESERVED
+                        record.seq = record.seq or seq  # an outcome's seq stays
+            elif mode == _SAVED and type(body.facts) is msgspec.Raw:
+                key = bytes(body.facts)
+                outcome = outcomes.get(key)
+                if outcome is None:
+                    outcome = self._raw_outcome(key, seq, kind, data, path)
+                self._saved(body, seq, outcome)
+            else:
+                handler = handlers.get(kind)
+                if handler is not None:
+                    handler(body, seq, row_at(seq).at if mode == _WITH_AT else "")
+        return last
+
+    def _raw_outcome(
+        self, key: bytes, seq: int, kind: str, data: bytes, path: Any
+    ) -> Outcome:
+        try:
+            facts = _FACTS_DECODER.decode(key)
+        except msgspec.DecodeError:
+            facts = _checked_body(seq, kind, data, path).facts
+        if len(self._outcomes) >= _CLASSIFIED_CACHE:
+            self._outcomes.clear()
+        outcome = self._outcomes[key] = self._classify(facts)
+        return outcome
+
+    def at(self, seq: int, head_hash: bytes) -> None:
+        """The state is as of the event ``seq`` whose hash is ``head_hash``."""
+        self.state.as_of_seq = seq
+        self.state.head_hash = head_hash.hex()
 
     # -- run and manifest ----------------------------------------------------
 
-    def _run_created(self, body: ev.RunCreated, event: ev.StoredEvent) -> None:
+    def _run_created(self, body: ev.RunCreated, seq: int, at: str) -> None:
         state = self.state
         state.run_id = body.run_id
         state.manifest = {
@@ -152,7 +364,7 @@ class _Fold:
                 agent=None if agent is None else intern(agent), rollout_id=rollout_id,
             )  # fmt: skip
 
-    def _legacy_imported(self, body: ev.LegacyImported, event: ev.StoredEvent) -> None:
+    def _legacy_imported(self, body: ev.LegacyImported, seq: int, at: str) -> None:
         self.state.legacy = {
             "rows_read": body.rows_read,
             "rows_imported": body.rows_imported,
@@ -163,22 +375,18 @@ class _Fold:
         self.state.manifest["config_digest"] = to_digest
         self.state.identity = identity
 
-    def _drift_accepted(self, body: ev.DriftAccepted, event: ev.StoredEvent) -> None:
+    def _drift_accepted(self, body: ev.DriftAccepted, seq: int, at: str) -> None:
         self._adopt(body.to_digest, body.identity)
         self.state.drift.append(
-            DriftEntry(
-                event.at, body.from_digest, body.to_digest, body.operational_keys
-            )
+            DriftEntry(at, body.from_digest, body.to_digest, body.operational_keys)
         )
 
-    def _identity_adopted(
-        self, body: ev.IdentityAdopted, event: ev.StoredEvent
-    ) -> None:
+    def _identity_adopted(self, body: ev.IdentityAdopted, seq: int, at: str) -> None:
         self._adopt(body.to_digest, body.identity)
         self.state.adoptions += 1
 
     def _identity_overridden(
-        self, body: ev.IdentityOverridden, event: ev.StoredEvent
+        self, body: ev.IdentityOverridden, seq: int, at: str
     ) -> None:
         self._adopt(body.to_digest, body.identity)
         manifest = self.state.manifest
@@ -189,105 +397,112 @@ class _Fold:
 
     # -- operator and resume events -----------------------------------------
 
-    def _attempts_extended(
-        self, body: ev.AttemptsExtended, event: ev.StoredEvent
-    ) -> None:
+    def _attempts_extended(self, body: ev.AttemptsExtended, seq: int, at: str) -> None:
         self.state.extension = body.total  # REC-11: the latest total is in force
 
     def _failure_budget_reset(
-        self, body: ev.FailureBudgetReset, event: ev.StoredEvent
+        self, body: ev.FailureBudgetReset, seq: int, at: str
     ) -> None:
         self.state.before_seq = body.before_seq
         self.state.excluded_lines = body.excluded_lines
         self.state.budget_resets.append(
-            BudgetReset(event.at, body.excluded_lines, body.before_seq, body.reason)
+            BudgetReset(at, body.excluded_lines, body.before_seq, body.reason)
         )
 
-    def _policy_changed(self, body: ev.PolicyChanged, event: ev.StoredEvent) -> None:
+    def _policy_changed(self, body: ev.PolicyChanged, seq: int, at: str) -> None:
         self.state.policy_changes += 1  # the head policy was applied up front
 
-    def _rerun_approved(self, body: ev.RerunApproved, event: ev.StoredEvent) -> None:
+    def _rerun_approved(self, body: ev.RerunApproved, seq: int, at: str) -> None:
         rollout = self._rollout(body.task, body.rollout)
         if rollout is not None:
             if rollout.approvals is None:
                 rollout.approvals = {}
-            rollout.approvals[body.attempt] = event.seq
+            rollout.approvals[body.attempt] = seq
 
-    def _resume_started(self, body: ev.ResumeStarted, event: ev.StoredEvent) -> None:
+    def _resume_started(self, body: ev.ResumeStarted, seq: int, at: str) -> None:
         self.state.resumes += 1
-        self.state.latest_resume_seq = event.seq
+        self.state.latest_resume_seq = seq
 
-    def _tail_repaired(self, body: ev.TailRepaired, event: ev.StoredEvent) -> None:
+    def _tail_repaired(self, body: ev.TailRepaired, seq: int, at: str) -> None:
         self.state.repairs += 1
 
     # -- attempts and outcomes ------------------------------------------------
 
     def _rollout(self, task: int, rollout: int) -> RolloutState | None:
-        return self.state.rollouts.get(task, {}).get(rollout)
+        by_rollout = self.state.rollouts.get(task)
+        return None if by_rollout is None else by_rollout.get(rollout)
 
-    def _attempt_reserved(
-        self, body: ev.AttemptReserved, event: ev.StoredEvent
-    ) -> None:
-        rollout = self._rollout(body.task, body.rollout)
+    def _attempt_reserved(self, body: ev.AttemptReserved, seq: int, at: str) -> None:
+        by_rollout = self.state.rollouts.get(body.task)
+        rollout = None if by_rollout is None else by_rollout.get(body.rollout)
         if rollout is not None:
             record = rollout.add_attempt(body.attempt)
             if not record.flags & RESERVED:
                 record.flags |= RESERVED
-                record.seq = record.seq or event.seq  # an outcome's seq stays
+                record.seq = record.seq or seq  # an outcome's seq stays
 
     def _outcome(
-        self, body: ev.ResultSaved | ev.FailureSaved, event: ev.StoredEvent
+        self, body: ev.ResultSaved | ev.FailureSaved, seq: int, at: str
     ) -> None:
-        record = self._first_outcome(body.task, body.rollout, body.attempt, event)
-        if record is None:
-            return
-        facts = body.facts
-        record.code, record.grade = self._classified(facts)
-        record.reward = facts.reward
-        record.kind = None if facts.selected_kind is None else intern(
-            facts.selected_kind
-        )  # fmt: skip
-        record.flags |= MASKED if facts.masked else 0
-        self._longest(body.task, body.rollout, facts.wallclock)
+        self._saved(body, seq, self._outcome_of(body.facts))
 
     _result_saved = _outcome
     _failure_saved = _outcome
 
-    def _omission_saved(self, body: ev.OmissionSaved, event: ev.StoredEvent) -> None:
-        record = self._first_outcome(body.task, body.rollout, body.attempt, event)
+    def _saved(self, body: Any, seq: int, outcome: Outcome) -> None:
+        """Record an outcome event's classified facts on its attempt."""
+        by_rollout = self.state.rollouts.get(body.task)
+        rollout = None if by_rollout is None else by_rollout.get(body.rollout)
+        if rollout is None:
+            return  # ID-40: rows of other keys never reach the log
+        record = self._first_of(rollout, body.attempt, seq)
+        if record is None:
+            return
+        code, grade, reward, kind, masked, wallclock = outcome
+        record.code, record.grade, record.reward, record.kind = (
+            code, grade, reward, kind,
+        )  # fmt: skip
+        if masked:
+            record.flags |= MASKED
+        if wallclock is not None and (
+            rollout.wallclock is None or wallclock > rollout.wallclock
+        ):
+            rollout.wallclock = wallclock  # the longest recorded
+
+    def _omission_saved(self, body: ev.OmissionSaved, seq: int, at: str) -> None:
+        record = self._first_outcome(body.task, body.rollout, body.attempt, seq)
         if record is not None:
             record.code = CODES[OMISSION]
             record.kind = "skipped"
 
     def _first_outcome(
-        self, task: int, index: int, attempt: int, event: ev.StoredEvent
+        self, task: int, index: int, attempt: int, seq: int
     ) -> Attempt | None:
         """The attempt's record when this is its first outcome, else ``None``."""
         rollout = self._rollout(task, index)
         if rollout is None:
             return None  # ID-40: rows of other keys never reach the log
+        return self._first_of(rollout, attempt, seq)
+
+    def _first_of(
+        self, rollout: RolloutState, attempt: int, seq: int
+    ) -> Attempt | None:
+        """``_first_outcome`` for a rollout already looked up."""
         record = rollout.add_attempt(attempt)
         if record.has_outcome:
             rollout.duplicates += 1  # REC-1: the first outcome stands
             return None
-        record.seq = event.seq
+        record.seq = seq
         if rollout.attempts[-1] is not record:
             record.flags |= LATE  # REC-2: superseded, shown in history only
             rollout.superseded += 1
         return record
 
-    def _longest(self, task: int, index: int, wallclock: float | None) -> None:
-        rollout = self.state.rollouts[task][index]
-        if wallclock is not None and (
-            rollout.wallclock is None or wallclock > rollout.wallclock
-        ):
-            rollout.wallclock = wallclock
-
-    def _judge_admitted(self, body: ev.JudgeAdmitted, event: ev.StoredEvent) -> None:
+    def _judge_admitted(self, body: ev.JudgeAdmitted, seq: int, at: str) -> None:
         rollout = self._rollout(body.task, body.rollout)
         if rollout is None:
             return
-        judgment = Judgment(admission_id=body.admission_id, seq=event.seq)
+        judgment = Judgment(admission_id=body.admission_id, seq=seq)
         if rollout.judgments is None:
             rollout.judgments = {}
         rollout.judgments.setdefault(body.attempt, []).append(judgment)
@@ -296,7 +511,7 @@ class _Fold:
         )  # fmt: skip
 
     def _judge_outcome_saved(
-        self, body: ev.JudgeOutcomeSaved, event: ev.StoredEvent
+        self, body: ev.JudgeOutcomeSaved, seq: int, at: str
     ) -> None:
         key = self.state.open_admissions.pop(body.admission_id, None)
         rollout = None if key is None else self._rollout(key[0], key[1])
@@ -306,7 +521,7 @@ class _Fold:
             if judgment.admission_id == body.admission_id:
                 judgment.outcome = body.outcome
                 judgment.reward = body.reward
-                judgment.outcome_seq = event.seq
+                judgment.outcome_seq = seq
                 judgment.failure_kind = body.failure_kind
 
 

@@ -15,7 +15,14 @@ import msgspec
 
 from ledger import Ledger
 from ledger.errors import CorruptLedger
-from ledger.events import AttemptsReleased, FailureSaved, JudgeOutcomeSaved, ResultSaved
+from ledger.events import (
+    AttemptsReleased,
+    FailureSaved,
+    JudgeOutcomeSaved,
+    Location,
+    ResultSaved,
+)
+from ledger.store import EventRow
 from projections.decide import Decision, decide_all
 from projections.fold import replay
 from projections.plan import Plan, PlanKeys, RejudgeItem, plan_keys
@@ -51,16 +58,50 @@ def read_materialized(
     return rows
 
 
+class _ResultAt(msgspec.Struct, tag_field="kind", tag="result_saved"):
+    location: Location
+
+
+class _FailureAt(msgspec.Struct, tag_field="kind", tag="failure_saved"):
+    location: Location
+
+
+class _JudgedAt(msgspec.Struct, tag_field="kind", tag="judge_outcome_saved"):
+    location: Location
+
+
+# Where an outcome's row is, read without its facts (P-4); any other body, or
+# one that does not decode so, is decoded in full (for its error).
+_LOCATION_DECODER = msgspec.json.Decoder(_ResultAt | _FailureAt | _JudgedAt)
+_LOCATED: dict[type, str] = {_ResultAt: "result_saved", _FailureAt: "failure_saved",
+                             _JudgedAt: "judge_outcome_saved"}  # fmt: skip
+
+
+def _location(ledger: Ledger, seq: int, row: EventRow | None) -> Location:
+    if row is not None and row.kind in _LOCATED.values():
+        try:
+            found = _LOCATION_DECODER.decode(bytes(row.body))
+        except msgspec.DecodeError:
+            found = None
+        if isinstance(found, _ResultAt | _FailureAt | _JudgedAt) and (
+            _LOCATED[type(found)] == row.kind  # the body's kind is the row's
+        ):
+            return found.location
+    event = next(ledger.events(seq))
+    body = event.body
+    assert isinstance(body, ResultSaved | FailureSaved | JudgeOutcomeSaved)
+    return body.location
+
+
 def _rejudge_items(
     ledger: Ledger, state: RunState, keys: Sequence[tuple[int, int, int]]
 ) -> list[RejudgeItem]:
+    seqs = [state.rollout(t, i).outcomes[a].seq for t, i, a in keys]
+    # One read of every outcome event named, not a read per key (P-4).
+    found = {row.seq: row for row in ledger.raw_events_at(seqs)}
     items = []
-    for task, index, attempt in keys:
-        outcome = state.rollout(task, index).outcomes[attempt]
-        event = next(ledger.events(outcome.seq))
-        body = event.body
-        assert isinstance(body, ResultSaved | FailureSaved | JudgeOutcomeSaved)
-        where = body.location
+    for (task, index, attempt), seq in zip(keys, seqs, strict=True):
+        where = _location(ledger, seq, found.get(seq))
         items.append(
             RejudgeItem(task, index, attempt, where.file, where.offset, where.length)
         )

@@ -35,6 +35,14 @@ LATE = 2  # REC-2: the outcome arrived after a newer attempt was allocated
 RESERVED = 4  # the attempt was reserved (an import records outcomes without)
 
 _ROW_KINDS = {"REC-20.2": "omission", "REC-20.4": "result", "REC-20.5": "failure"}
+# Each branch's fields, indexed by Attempt.code; the booleans end with the
+# answer for code -1 (no outcome).
+_RULES = tuple(branch.rule for branch in BRANCHES)
+_ACTIONS = tuple(branch.action for branch in BRANCHES)
+_REASONS = tuple(branch.reason for branch in BRANCHES)
+_ROW_KIND_OF = tuple(_ROW_KINDS[branch.rule[:8]] for branch in BRANCHES)
+_COUNTED = (*(branch.counted for branch in BRANCHES), False)
+_FREE = (*(branch.free for branch in BRANCHES), False)
 
 
 class Attempt(msgspec.Struct, array_like=True, gc=False):
@@ -64,12 +72,12 @@ class Attempt(msgspec.Struct, array_like=True, gc=False):
     @property
     def unknown(self) -> bool:
         """REC-4: reserved, and no outcome (yet)."""
-        return self.code < 0 and bool(self.flags & RESERVED)
+        return self.code < 0 and self.flags & RESERVED != 0
 
     @property
     def reserved(self) -> bool:
         """Whether the attempt was reserved."""
-        return bool(self.flags & RESERVED)
+        return self.flags & RESERVED != 0
 
     @property
     def branch(self) -> Branch:
@@ -78,45 +86,55 @@ class Attempt(msgspec.Struct, array_like=True, gc=False):
             raise IndexError(f"attempt {self.attempt} has no outcome")
         return BRANCHES[self.code]
 
+    # The branch's fields are read from tables indexed by the code (P-3: decide
+    # and coverage read them per attempt); ``_no_outcome`` raises as ``branch``.
+
     @property
     def rule(self) -> str:
         """The REC-20 branch, e.g. ``"REC-20.5c"``."""
-        return self.branch.rule
+        code = self.code
+        return _RULES[code] if code >= 0 else self._no_outcome()
 
     @property
     def action(self) -> str:
         """What the branch decides (``classify``)."""
-        return self.branch.action
+        code = self.code
+        return _ACTIONS[code] if code >= 0 else self._no_outcome()
 
     @property
     def reason(self) -> str:
         """The branch's reason."""
-        return self.branch.reason
+        code = self.code
+        return _REASONS[code] if code >= 0 else self._no_outcome()
 
     @property
     def counted(self) -> bool:
         """REC-13: whether the outcome counts toward the cap."""
-        return self.has_outcome and self.branch.counted
+        return _COUNTED[self.code]  # code -1 (no outcome): the last entry, False
 
     @property
     def free(self) -> bool:
         """REC-4: whether the outcome is a free attempt."""
-        return self.has_outcome and self.branch.free
+        return _FREE[self.code]  # code -1 (no outcome): the last entry, False
 
     @property
     def row_kind(self) -> str:
         """``result``, ``failure`` or ``omission``."""
-        return _ROW_KINDS[self.rule[:8]]
+        code = self.code
+        return _ROW_KIND_OF[code] if code >= 0 else self._no_outcome()
+
+    def _no_outcome(self) -> str:
+        raise IndexError(f"attempt {self.attempt} has no outcome")
 
     @property
     def masked(self) -> bool:
         """Whether the outcome is a masked result."""
-        return bool(self.flags & MASKED)
+        return self.flags & MASKED != 0
 
     @property
     def late(self) -> bool:
         """REC-2: arrived after a newer attempt was allocated (superseded)."""
-        return bool(self.flags & LATE)
+        return self.flags & LATE != 0
 
 
 class Judgment(msgspec.Struct, array_like=True, gc=False):
@@ -169,6 +187,15 @@ class RolloutState(msgspec.Struct, gc=False):
 
     def add_attempt(self, number: int) -> Attempt:
         """The record of attempt ``number``, created in its place when new."""
+        attempts = self.attempts
+        if attempts:  # the common cases first: the newest, or a newer one (P-3)
+            newest = attempts[-1]
+            if newest.attempt == number:
+                return newest
+            if newest.attempt < number:
+                record = Attempt(number)
+                attempts.append(record)
+                return record
         found = self.attempt(number)
         if found is not None:
             return found

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import msgspec
@@ -214,9 +214,19 @@ def _snapshot(ledger: Ledger, state: RunState) -> list[Finding]:
     return []
 
 
+def _safely(
+    check: str, run: Callable[[Ledger], list[Finding]], ledger: Ledger
+) -> list[Finding]:
+    # One damaged event must not hide the other checks' findings (CLI-9).
+    try:
+        return run(ledger)
+    except LedgerError as exc:
+        return [Finding(check, str(exc), seq=getattr(exc, "seq", None))]
+
+
 def verify(ledger: Ledger) -> list[Finding]:
     """Every check of CLI-9; an empty list means everything holds."""
-    findings = _chain(ledger) + _rows(ledger) + _pending(ledger)
+    findings = _chain(ledger) + _safely("rows", _rows, ledger) + _pending(ledger)
     state, refold = _refold(ledger)
     findings += refold
     if state is not None:

@@ -1,7 +1,9 @@
 """The benchmark harness (bench/, quality.md P-*) runs and reports every figure.
 
-Never a timing assertion: these tests check that the harness ran, that each
-implemented target printed its figures, and that pending ones say so.
+Never a timing assertion: these tests check that the harness ran, that every
+target printed both figures and a ratio (P-4 after a kill and after a clean
+close against one incumbent per round), and that the runs it builds resume
+through the gate as real runs do.
 """
 
 from __future__ import annotations
@@ -17,15 +19,19 @@ from pathlib import Path
 import pytest
 
 from bench.incumbent import CAP_ENV, plan_resume
+from bench.manifest import collection_config, servers_config
 from bench.rowpool import FIXTURES_ENV, fixture_pool
-from bench.runs import build_run
+from bench.runs import build_run, closed_copy
+from bench.targets import select
 from ledger.jsonl import encode_rows
 from ledger.paths import RunPaths
+from ledger.policy_log import policy_from_json
+from ledger.run import Ledger
+from projections import replay, resume
+from projections.snapshot import load_snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
-MEASURED = ("P-1", "P-2", "P-6", "P-7")
-BASELINE_ONLY = ("P-3", "P-4")  # the incumbent's and the raw side run already
-PENDING = ("P-3", "P-4", "P-5")
+TARGETS = ("P-1", "P-2", "P-3", "P-4 kill", "P-4 close", "P-5", "P-6", "P-7")
 FIGURE = re.compile(r"^[0-9.]+[kM]? \([0-9.]+[kM]?-[0-9.]+[kM]?\) (ev/s|ms|s)$")
 RATIO = re.compile(r"^[0-9.e+-]+x \([0-9.e+-]+-[0-9.e+-]+\)$")
 
@@ -50,16 +56,16 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, list[
     return out.read_text(), rows
 
 
-# Figures of the implemented targets.
+# Figures of every target.
 
 
 def test_every_target_has_a_row(tiny: tuple[str, dict[str, list[str]]]) -> None:
     _, rows = tiny
-    assert sorted(rows) == [f"P-{n}" for n in range(1, 8)]
+    assert sorted(rows) == sorted(TARGETS)
 
 
-@pytest.mark.parametrize("target", MEASURED)
-def test_measured_target_has_both_figures_and_a_ratio(
+@pytest.mark.parametrize("target", TARGETS)
+def test_every_target_has_both_figures_and_a_ratio(
     tiny: tuple[str, dict[str, list[str]]], target: str
 ) -> None:
     _, rows = tiny
@@ -71,27 +77,23 @@ def test_measured_target_has_both_figures_and_a_ratio(
     assert met in ("yes", "NO")
 
 
-@pytest.mark.parametrize("target", BASELINE_ONLY)
-def test_baseline_of_a_pending_target_is_measured(
-    tiny: tuple[str, dict[str, list[str]]], target: str
+def test_p4_states_share_the_incumbent_of_each_round(
+    tiny: tuple[str, dict[str, list[str]]],
 ) -> None:
-    _, rows = tiny
-    baseline, rss = rows[target][3], rows[target][6]
-    assert FIGURE.match(baseline), baseline
-    assert re.match(r"^- / [0-9]+ MiB$", rss), rss  # P-4: the incumbent's peak RSS
+    text, rows = tiny
+    assert rows["P-4 kill"][3] == rows["P-4 close"][3]  # one baseline, measured once
+    assert rows["P-4 kill"][6].split(" / ")[1] == rows["P-4 close"][6].split(" / ")[1]
+    assert text.count("- P-4 kill baseline: ") == 1
+    assert "- P-4 close baseline: " not in text
+    for state in ("kill", "close"):
+        (line,) = [x for x in text.splitlines() if x.startswith(f"- P-4 {state} ours")]
+        assert re.search(r"[0-9]+ to dispatch", line), line
 
 
-# Targets waiting for projections say so.
-
-
-@pytest.mark.parametrize("target", PENDING)
-def test_pending_target_says_not_measured_yet(
-    tiny: tuple[str, dict[str, list[str]]], target: str
-) -> None:
-    _, rows = tiny
-    ours, ratio, met = rows[target][2], rows[target][4], rows[target][7]
-    assert ours.startswith("not measured yet (needs projections.")
-    assert (ratio, met) == ("-", "-")
+def test_nothing_is_left_unmeasured(tiny: tuple[str, dict[str, list[str]]]) -> None:
+    text, rows = tiny
+    assert "## Not measured yet" not in text
+    assert all("not measured yet" not in cell for row in rows.values() for cell in row)
 
 
 def test_results_file_names_machine_command_and_data(
@@ -104,6 +106,16 @@ def test_results_file_names_machine_command_and_data(
         assert heading in text
     assert "`nproc`" in text
     assert "`free -h`" in text
+    assert "resume_closed: resume_run after a clean close" in text
+    assert "replay_log: then resumed once" in text
+
+
+def test_only_selects_a_target_or_its_group() -> None:
+    assert [t.id for t in select("p-2")] == ["P-2"]
+    assert [t.id for t in select("P-4")] == ["P-4 kill", "P-4 close"]
+    assert [t.id for t in select("P-4 close,P-1")] == ["P-1", "P-4 close"]
+    with pytest.raises(ValueError, match="unknown target P-9"):
+        select("P-9")
 
 
 # The data: deterministic, and byte-identical to the recorder's.
@@ -124,6 +136,27 @@ def test_run_built_directly_matches_the_recorder(tmp_path: Path) -> None:
     assert log(direct.out) == log(api.out)
     for name in ("out.jsonl", "out_failures.jsonl", "out_materialized_inputs.jsonl"):
         assert filecmp.cmp(tmp_path / "a" / name, tmp_path / "b" / name, shallow=False)
+
+
+def test_built_run_resumes_through_the_gate_and_a_clean_close_saves_a_snapshot(
+    tmp_path: Path,
+) -> None:
+    pool = fixture_pool(seed=5)
+    built = build_run(tmp_path / "run" / "out.jsonl", rollouts=16, pool=pool, seed=5)
+    with Ledger.open(built.out) as led:
+        planned = resume(led, collection_config(), servers_config(), dry_run=True)
+        head = led.head()
+    assert planned.verdict.refusal is None
+    assert planned.state.as_of_seq == head[0] == built.events
+    closed = closed_copy(built.out, tmp_path / "closed")
+    with Ledger.open(closed) as led:
+        state = replay(led, use_snapshot=False)
+        saved = load_snapshot(led, policy_from_json(state.policy))
+        assert saved is not None
+        assert saved.as_of_seq == led.head()[0] == built.events + 2
+    assert (tmp_path / "closed" / "out.jsonl").read_bytes() == built.out.read_bytes()
+    with Ledger.open(built.out) as led:  # the killed run is left as it was
+        assert led.head() == head
 
 
 def test_synthetic_rows_stand_in_without_fixtures(

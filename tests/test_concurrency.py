@@ -1,0 +1,284 @@
+"""R-2 through the console script: one owner at a time, and one valid chain after.
+
+Six processes run ``rollout-ledger resume``, ``approve`` and ``reset-budget``
+on one run, released together: each imports everything first, says it is
+ready, and waits on its stdin; the test then releases them all at once and
+each runs the installed console script (``runpy``, so the start-up cost is
+paid before the barrier). Every process proceeds alone or exits 4 naming the
+holder's pid and host (CLI-1, EV-40) and writes nothing; afterwards ``verify``
+passes, the head hash ``rollout-ledger head`` prints equals an independent
+recomputation of the chain (EV-2), and every command's events are contiguous.
+``ROLLOUT_LEDGER_RACE_ROUNDS`` sets how many rounds race (2 by default).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+import msgspec
+import pytest
+from click.testing import CliRunner
+
+from cli import main
+from tests.test_cli_support import ACTOR, CliRun, Templates, by_key, failed, templates
+
+__all__ = ["templates"]
+
+ROUNDS = int(os.environ.get("ROLLOUT_LEDGER_RACE_ROUNDS", "2"))
+SCRIPT = Path(sys.executable).parent / "rollout-ledger"
+ROOT = Path(__file__).parents[1]
+HOLDER = re.compile(r"held by pid (\d+) on host (\S+) since (\S+)")
+
+RACER = textwrap.dedent(
+    """
+    import runpy, sys
+    import cli.main, cli.render, ledger, projections  # what the commands import
+    print("ready", flush=True)
+    sys.stdin.readline()  # the barrier: the test releases every racer at once
+    sys.argv = sys.argv[1:]
+    runpy.run_path(sys.argv[0], run_name="__main__")
+    """
+)
+
+HOLD = textwrap.dedent(
+    """
+    import sys, time
+    from ledger import RunLock
+    lock = RunLock(sys.argv[1]).acquire()
+    print("held", flush=True)
+    time.sleep(60)
+    """
+)
+
+
+def build_held(run: CliRun) -> None:
+    run.create()
+    run.collect(
+        by_key(
+            {
+                (0, 1): failed("session_lost", answer=True),  # held (REC-20.5h)
+                (2, 1): failed("session_lost"),  # retried by a resume
+            }
+        )
+    )
+
+
+@pytest.fixture
+def run(tmp_path: Path, templates: Templates) -> CliRun:
+    return templates("race-held", tmp_path, build_held)
+
+
+def commands(run: CliRun, round_: int) -> list[list[str]]:
+    """Two of each writing command; each operator action names its racer."""
+    out, config = str(run.out), [str(arg) for arg in run.config_args()]
+    approve = ["--task", "0", "--rollout", "1", "--attempt", "0"]
+    return [
+        ["resume", out, *config],
+        ["resume", out, *config],
+        ["approve", out, *approve, "--reason", f"round {round_} racer 2"],
+        ["approve", out, *approve, "--reason", f"round {round_} racer 3"],
+        ["reset-budget", out, "--reason", f"round {round_} racer 4"],
+        ["reset-budget", out, "--reason", f"round {round_} racer 5"],
+    ]
+
+
+def race(argvs: list[list[str]]) -> list[tuple[int, int, str, str]]:
+    """Start a racer per argv, release them together: (pid, code, stdout, stderr)."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, str(SCRIPT), *argv],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, "LOGNAME": f"racer{i}"},
+        )
+        for i, argv in enumerate(argvs)
+    ]
+    try:
+        for proc in procs:
+            assert proc.stdout is not None
+            assert proc.stdout.readline() == "ready\n", proc.stderr
+        for proc in procs:
+            assert proc.stdin is not None
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        results = []
+        for proc in procs:
+            stdout, stderr = proc.communicate(timeout=120)
+            results.append((proc.pid, proc.returncode, stdout, stderr))
+    finally:
+        for proc in procs:  # a racer left waiting must not run after a failure
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    return results
+
+
+#: One stored row of the events table: seq, kind, at, actor, body, prev_hash, hash.
+Stored = tuple[int, str, str, str, bytes, bytes, bytes]
+
+
+def stored_events(run: CliRun) -> list[Stored]:
+    conn = sqlite3.connect(
+        f"{(run.ledger_dir / 'ledger.db').as_uri()}?mode=ro", uri=True
+    )
+    try:
+        return conn.execute("SELECT * FROM events ORDER BY seq").fetchall()
+    finally:
+        conn.close()
+
+
+def recomputed_head(rows: list[Stored]) -> str:
+    """The head hash recomputed as EV-2 defines it, independently of the library.
+
+    ``hash = sha256(prev_hash || JSON [seq, kind, at, actor] + newline || body)``.
+    """
+    prev = bytes(32)
+    for number, kind, at, actor, body, prev_hash, digest in rows:
+        assert prev_hash == prev, number
+        header = msgspec.json.encode([number, kind, at, actor]) + b"\n"
+        prev = hashlib.sha256(prev + header + body).digest()
+        assert digest == prev, number
+    return prev.hex()
+
+
+def reason_of(body: bytes) -> str | None:
+    reason = msgspec.json.decode(body).get("reason")
+    return reason if isinstance(reason, str) else None
+
+
+def check_round(
+    before: int,
+    rows: list[Stored],
+    argvs: list[list[str]],
+    results: list[tuple[int, int, str, str]],
+    known_pids: set[int],
+) -> int:
+    """One round's promises; returns how many racers were refused."""
+    new = rows[before:]
+    reasons = Counter(reason_of(row[4]) for row in new)
+    actors = {reason_of(row[4]): row[3] for row in new}
+    resumed = 0
+    for racer, (argv, (pid, code, stdout, stderr)) in enumerate(
+        zip(argvs, results, strict=True)
+    ):
+        assert code in (0, 4), (argv[0], code, stderr)
+        assert "Traceback" not in stdout + stderr
+        reason = argv[-1] if argv[0] != "resume" else None
+        if code == 4:
+            assert "the run lock " in stderr, stderr
+            assert "run.lock" in stderr, stderr
+            holder = HOLDER.search(stderr)
+            assert holder is not None, stderr  # EV-40: the holder is named
+            assert int(holder.group(1)) in known_pids, (stderr, known_pids)
+            assert int(holder.group(1)) != pid
+            if reason is not None:
+                assert reasons[reason] == 0, (reason, "a refused racer wrote")
+        elif reason is not None:
+            assert reasons[reason] == 1, (reason, reasons)
+            assert actors[reason] == f"operator:racer{racer}"  # its own event
+        else:
+            resumed += 1
+    kinds = [row[1] for row in new]
+    assert kinds.count("resume_started") == resumed
+    for index, (number, kind, at, actor, *_rest) in enumerate(new):
+        if kind == "resume_started":
+            # REC-56: a resume's events land in one transaction, uninterrupted.
+            following = new[index + 1]
+            assert following[1] == "attempts_released", (number, kinds)
+            assert following[2:4] == (at, actor) == (at, "resume")
+    return sum(code == 4 for _, code, _, _ in results)
+
+
+@pytest.mark.slow
+def test_r_2_racing_writers_each_proceed_alone_or_exit_4_and_the_chain_holds(
+    run: CliRun,
+) -> None:
+    known_pids = {os.getpid()}  # the template was made in this process
+    refused = 0
+    for round_ in range(ROUNDS):
+        before = len(stored_events(run))
+        argvs = commands(run, round_)
+        results = race(argvs)
+        known_pids |= {pid for pid, *_ in results}
+        rows = stored_events(run)
+        refused += check_round(before, rows, argvs, results, known_pids)
+    assert refused >= 1  # the racers really raced for the lock
+    runner = CliRunner()
+    verified = runner.invoke(main, ["verify", str(run.out)])
+    assert verified.exit_code == 0, verified.output
+    head = runner.invoke(main, ["head", str(run.out)]).stdout.split()
+    rows = stored_events(run)
+    assert head == [str(len(rows)), recomputed_head(rows)]
+    assert [row[0] for row in rows] == list(range(1, len(rows) + 1))
+
+
+@pytest.mark.slow
+def test_r_2_a_killed_holder_never_blocks_the_console_script(run: CliRun) -> None:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(run.out)],
+        stdout=subprocess.PIPE, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert holder.stdout is not None
+    assert holder.stdout.readline() == "held\n"
+    config = [str(arg) for arg in run.config_args()]
+    try:
+        blocked = subprocess.run(
+            [str(SCRIPT), "resume", str(run.out), *config],
+            capture_output=True, text=True, cwd=ROOT, timeout=120,
+        )  # fmt: skip
+        assert blocked.returncode == 4
+        assert f"held by pid {holder.pid} on host " in blocked.stderr
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.communicate()
+    # EV-41: the kernel released the dead holder's flock; its line stays behind.
+    doctor = CliRunner().invoke(main, ["doctor", str(run.out)])
+    assert doctor.exit_code == 0, doctor.output
+    assert f"run lock: ok: free (last holder: pid {holder.pid} on host " in (
+        doctor.stdout
+    )
+    resumed = subprocess.run(
+        [str(SCRIPT), "resume", str(run.out), *config],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.startswith("gate: passed")
+
+
+def test_ev_40_lock_held_names_the_holder_while_it_writes_its_line(
+    run: CliRun,
+) -> None:
+    """A second owner that reads while the holder is still writing waits for it."""
+    import threading
+
+    lock_file = run.ledger_dir / "run.lock"
+    fd = os.open(lock_file, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.ftruncate(fd, 0)  # a holder that has the lock but no line yet
+        line = b"pid 4242 on host elsewhere since 2026-01-01T00:00:00Z\n"
+        writer = threading.Timer(0.03, os.pwrite, (fd, line, 0))
+        writer.start()
+        result = CliRunner().invoke(
+            main,
+            ["reset-budget", str(run.out), "--reason", "x"],
+            obj={"clock": run.clock, "actor": ACTOR},
+        )
+        writer.join()
+    finally:
+        os.close(fd)
+    assert result.exit_code == 4
+    assert "pid 4242 on host elsewhere" in result.stderr, result.stderr
