@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.datasets import prepare
-from bench.report import results_markdown, table
+from bench.report import kept_notes, results_markdown, table
 from bench.runner import Runner, run_targets
 from bench.sizes import sizes_for
 from bench.targets import select
@@ -76,12 +76,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
     print(table(outcomes))
     if args.out is not None:
+        previous = args.out.read_text() if args.out.is_file() else ""
         text = results_markdown(
             outcomes,
             mode=sizes.mode,
             command=_command(argv),
             notes=notes,
             seconds=time.perf_counter() - started,
+            kept=kept_notes(previous),
         )
         args.out.write_text(text)
         _log(f"wrote {args.out}")

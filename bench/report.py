@@ -17,7 +17,7 @@ import msgspec
 from bench.runner import Outcome, Side
 from bench.targets import RATE
 
-__all__ = ["machine", "results_markdown", "table"]
+__all__ = ["KEPT_MARKER", "kept_notes", "machine", "results_markdown", "table"]
 
 _HEADER = (
     "| target | what (ours / baseline) | ours: median (min-max) "
@@ -194,6 +194,17 @@ def machine() -> list[str]:
     ]
 
 
+#: Everything after this line of an existing ``RESULTS.md`` is written by hand
+#: (what was profiled and fixed) and kept when the harness rewrites the file.
+KEPT_MARKER = "<!-- Kept by the harness: everything below is written by hand. -->"
+
+
+def kept_notes(previous: str) -> str:
+    """The hand-written part of an earlier ``RESULTS.md`` (marker included), or ''."""
+    _, marker, rest = previous.partition(KEPT_MARKER)
+    return marker + rest if marker else ""
+
+
 def results_markdown(
     outcomes: Sequence[Outcome],
     *,
@@ -201,8 +212,9 @@ def results_markdown(
     command: str,
     notes: Sequence[str],
     seconds: float,
+    kept: str = "",
 ) -> str:
-    """The whole ``RESULTS.md``."""
+    """The whole ``RESULTS.md``; ``kept`` (see :func:`kept_notes`) goes last."""
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     pending = _pending(outcomes)
     lines = [
@@ -236,4 +248,5 @@ def results_markdown(
         *machine(),
         "",
     ]
-    return "\n".join(lines)
+    text = "\n".join(lines)
+    return f"{text}\n{kept.rstrip()}\n" if kept else text

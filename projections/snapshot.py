@@ -52,6 +52,7 @@ def load_snapshot(ledger: Ledger, policy: RecoveryPolicy) -> RunState | None:
     if found is None:
         return None
     try:
-        return _DECODER.decode(found[2])
+        with fold.gc_paused():  # a whole state at once (P-5)
+            return _DECODER.decode(found[2])
     except msgspec.DecodeError:
         return None  # EV-14: an optimization only; a full refold is always right

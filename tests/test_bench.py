@@ -20,6 +20,7 @@ import pytest
 
 from bench.incumbent import CAP_ENV, plan_resume
 from bench.manifest import collection_config, servers_config
+from bench.report import KEPT_MARKER, kept_notes, results_markdown
 from bench.rowpool import FIXTURES_ENV, fixture_pool
 from bench.runs import build_run, closed_copy
 from bench.targets import select
@@ -108,6 +109,17 @@ def test_results_file_names_machine_command_and_data(
     assert "`free -h`" in text
     assert "resume_closed: resume_run after a clean close" in text
     assert "replay_log: then resumed once" in text
+
+
+def test_hand_written_notes_survive_a_rewrite() -> None:
+    earlier = f"# old table\n{KEPT_MARKER}\n## Fixes\n- P-1: before, after\n"
+    kept = kept_notes(earlier)
+    text = results_markdown(
+        [], mode="tiny", command="python -m bench", notes=[], seconds=1.0, kept=kept
+    )
+    assert text.endswith(f"{KEPT_MARKER}\n## Fixes\n- P-1: before, after\n")
+    assert "# old table" not in text
+    assert kept_notes("no marker here") == ""
 
 
 def test_only_selects_a_target_or_its_group() -> None:
