@@ -57,6 +57,21 @@ def _journal_advice(mode: str | None, wal_ok: bool) -> str:
     return f"{mode} suits this filesystem"
 
 
+def _doctor_store(url: str) -> None:
+    # EV-42's checks are about a filesystem; a run on PostgreSQL has none.
+    with reader(url) as led:
+        seq = led.head()[0]
+        holder = led.lock_holder()
+    click.echo(f"store: ok: {url} answers; the run holds {seq} events")
+    click.echo(
+        "durability: ok: an append returns once the server's commit is flushed "
+        "(synchronous_commit = on)"
+    )
+    lock = f"held by {holder}" if holder else "free"
+    click.echo(f"run lock: ok: {lock} (a session advisory lock, SC-4)")
+    click.echo("journal mode: postgresql; flock and WAL checks do not apply here")
+
+
 @click.command()
 @out_argument
 def doctor(out: Path) -> None:
@@ -80,6 +95,9 @@ def doctor(out: Path) -> None:
     from ledger import ConfigError, LedgerError
     from ledger.paths import RunPaths  # library gap: RunPaths is not exported
 
+    if isinstance(out, str):  # a run on PostgreSQL (SC-1)
+        _doctor_store(out)
+        return
     paths = RunPaths.of(out)
     if not paths.folder.is_dir():
         raise ConfigError(f"the run folder {paths.folder} does not exist")

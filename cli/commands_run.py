@@ -96,7 +96,7 @@ def create(
             collection,
             servers,
             max_rollout_attempts=max_attempts,
-            run_dir=out.parent,
+            run_dir=out.parent if isinstance(out, Path) else None,
             clock=clock,
         )
         with Ledger.create(

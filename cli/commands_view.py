@@ -200,19 +200,35 @@ def results(out: Path, output: Path | None, everything: bool, quiet: bool) -> No
 @click.command()
 @out_argument
 @click.option("-o", "--output", type=_OUTPUT, help="Write to FILE, not stdout.")
+@click.option(
+    "--files",
+    "files_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write the run as a file-based run in DIR instead: its files and a "
+    "SQLite ledger with the same events and head hash (SC-5).",
+)
 @quiet_option
-def export(out: Path, output: Path | None, quiet: bool) -> None:
+def export(
+    out: Path | str, output: Path | None, files_dir: Path | None, quiet: bool
+) -> None:
     """Write every event as one JSON object a line, for auditors (CLI-13).
 
     Each line is the envelope (seq, kind, at, actor), the body exactly as
     stored and hashed, and prev_hash and hash in hex, so the chain can be
-    checked from the export alone (EV-2).
+    checked from the export alone (EV-2). With --files DIR, a run (usually one
+    on PostgreSQL) is written back as files: results, sidecar, materialized
+    inputs, published files and a SQLite ledger whose head hash is the run's.
 
     \b
     Example:
       rollout-ledger export results/rollouts.jsonl -o events.jsonl
+      rollout-ledger export 'postgresql://me@db:5432/runs?run=eval1' --files copy/
     """
     import msgspec
+
+    if files_dir is not None:
+        _export_files(out, files_dir, output)
+        return
 
     encode = msgspec.json.Encoder().encode
     with reader(out) as led, _sink(output) as sink:
@@ -232,6 +248,19 @@ def export(out: Path, output: Path | None, quiet: bool) -> None:
                 sink.write(encode(line) + b"\n")
     if output is not None:
         click.echo(f"wrote {length} events to {output}")
+
+
+def _export_files(out: Path | str, folder: Path, output: Path | None) -> None:
+    from ledger import ConfigError
+    from ledger.run_copy import export_files
+
+    if output is not None:
+        raise ConfigError("give -o FILE or --files DIR, not both")
+    with reader(out) as led:
+        paths = export_files(led, folder)
+        seq, digest = led.head()
+    click.echo(f"wrote {paths.out} and its ledger: {seq} events, head {digest.hex()}")
+    click.echo(f"check it with: rollout-ledger verify {paths.out}")
 
 
 @click.command()

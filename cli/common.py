@@ -35,8 +35,44 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
 
-#: ``OUT``: the run's output JSONL, existing or not; its companions derive from it.
-out_argument = click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
+
+class RunTarget(click.ParamType):
+    """``OUT``: a path, a run URL, or a run name in ``ROLLOUT_LEDGER_STORE`` (SC-1).
+
+    A path becomes a ``Path``; a run URL (checked, never echoed with a
+    password) stays a string, the form ``Ledger.open`` and ``RunLock`` take.
+    A bare run name (no ``/``, not ending in ``.jsonl``) names a run in the
+    store ``ROLLOUT_LEDGER_STORE`` holds, when that is set and no file of that
+    name exists.
+    """
+
+    name = "OUT"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> Path | str:
+        import os
+
+        from ledger.run_url import STORE_ENV, is_run_url, resolve_run
+
+        text = str(value)
+        if is_run_url(text):
+            return str(resolve_run(text))
+        if (
+            os.environ.get(STORE_ENV)
+            and "/" not in text
+            and not text.endswith(".jsonl")
+            and not Path(text).exists()
+        ):
+            return str(resolve_run(text))
+        if Path(text).is_dir():
+            self.fail(f"{text} is a folder; OUT names the run's JSONL file", param, ctx)
+        return Path(text)
+
+
+#: ``OUT``: the run's output JSONL, existing or not; its companions derive from
+#: it. Or a run on PostgreSQL (SC-1): ``postgresql://USER@HOST:PORT/DB?run=NAME``.
+out_argument = click.argument("out", type=RunTarget())
 
 quiet_option = click.option(
     "--quiet", "-q", is_flag=True, help="No progress bar, even on a terminal."

@@ -44,13 +44,22 @@ __all__ = ["import_"]
     help="Print what would be recorded and the coverage that would result; "
     "write nothing.",
 )
+@click.option(
+    "--from",
+    "source",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Load this file-based run (OUT of its folder) into the run on "
+    "PostgreSQL that OUT names (SC-2); a run saved without a ledger is "
+    "imported beside its files first.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @quiet_option
 def import_(
-    out: Path,
+    out: Path | str,
     inputs: str | None,
     skip_rejected: bool,
     dry_run: bool,
+    source: Path | None,
     as_json: bool,
     quiet: bool,
 ) -> None:
@@ -63,12 +72,31 @@ def import_(
     digest. The collector files are never modified. The first resume of an
     imported run needs --allow-unsafe (REC-57).
 
+    With --from, OUT is a run URL (postgresql://USER@HOST:PORT/DB?run=NAME)
+    and the file-based run at --from is loaded into it: the same events and
+    hashes, each row stored with its event (SC-2, SC-5).
+
     \b
     Example:
       rollout-ledger import results/rollouts.jsonl --inputs rows.jsonl --dry-run
+      rollout-ledger import 'postgresql://me@db:5432/runs?run=eval1' \\
+          --from results/rollouts.jsonl
     """
+    from ledger import ConfigError
     from projections import import_run
 
+    if source is not None:
+        if not isinstance(out, str):
+            raise ConfigError(
+                f"--from loads a run into PostgreSQL: OUT must be a run URL "
+                f"(postgresql://USER@HOST:PORT/DB?run=NAME), not {out}"
+            )
+        _import_into_store(out, source, inputs, skip_rejected, dry_run, quiet)
+        return
+    if isinstance(out, str):
+        raise ConfigError(
+            "a run on PostgreSQL is imported from a file-based one: add --from OUT"
+        )
     with _progress_bar(quiet=quiet) as progress:
         result = import_run(
             out,
@@ -82,6 +110,43 @@ def import_(
         echo_json(_document(result))
     else:
         click.echo(_text(result))
+
+
+def _import_into_store(
+    url: str,
+    source: Path,
+    inputs: str | None,
+    skip_rejected: bool,
+    dry_run: bool,
+    quiet: bool,
+) -> None:
+    from ledger import Ledger, RunLock
+    from ledger.paths import RunPaths
+    from ledger.run_copy import import_into_store
+    from projections import import_run
+
+    if not RunPaths.of(source).db.exists():  # saved without a ledger: REC-70 first
+        with _progress_bar(quiet=quiet) as progress:
+            result = import_run(
+                source,
+                inputs=inputs,
+                skip_rejected=skip_rejected,
+                dry_run=dry_run,
+                clock=run_clock(),
+                progress=progress,
+            )
+        click.echo(_text(result))
+        if dry_run:
+            click.echo(f"would then load it into {url}")
+            return
+    if dry_run:
+        with Ledger.open(source) as led:
+            seq, digest = led.head()
+        click.echo(f"would load {seq} events (head {digest.hex()}) into {url}")
+        return
+    with RunLock(source), RunLock(url), Ledger.open(source) as led:
+        seq, digest = import_into_store(led, url)
+    click.echo(f"loaded {source} into {url}: {seq} events, head {digest.hex()}")
 
 
 @contextmanager

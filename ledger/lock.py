@@ -14,6 +14,7 @@ from types import TracebackType
 
 from ledger.errors import LedgerError, LockHeld
 from ledger.paths import RunPaths
+from ledger.run_url import is_run_url, require_postgres
 
 __all__ = ["RunLock"]
 
@@ -127,6 +128,19 @@ class RunLock:
     too, so two outputs never share one checkpoint folder.
     """
 
+    paths: RunPaths
+
+    def __new__(
+        cls, out: Path | str, checkpoint_dir: Path | str | None = None
+    ) -> RunLock:
+        """A run URL (SC-1) gets the PostgreSQL run lock, a session advisory lock."""
+        if cls is RunLock and isinstance(out, str) and is_run_url(out):
+            require_postgres()
+            from ledger.pg_run_lock import PgRunLock  # psycopg only when needed
+
+            return super().__new__(PgRunLock)
+        return super().__new__(cls)
+
     def __init__(
         self, out: Path | str, checkpoint_dir: Path | str | None = None
     ) -> None:
@@ -134,6 +148,11 @@ class RunLock:
         self._locks = [_FileLock(self.paths.lock)]
         if checkpoint_dir is not None:
             self._locks.append(_FileLock(Path(checkpoint_dir) / ".collector.lock"))
+
+    @property
+    def target(self) -> str:
+        """The run this lock is for: ``OUT``'s absolute path, or the run URL."""
+        return str(self.paths.out)
 
     @property
     def held(self) -> bool:

@@ -22,7 +22,7 @@ import psycopg
 from ledger.errors import LedgerError, LockHeld
 from ledger.pg_schema import LOCK_NAMESPACE, SCHEMA, translate
 
-__all__ = ["AdvisoryRunLock", "acquire_run_lock", "run_lock_key"]
+__all__ = ["AdvisoryRunLock", "acquire_run_lock", "current_holder", "run_lock_key"]
 
 _MINE = (
     "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
@@ -122,6 +122,23 @@ def acquire_run_lock(conn: psycopg.Connection[Any], run: str) -> AdvisoryRunLock
         _unlock_quietly(conn, key)
         raise
     return AdvisoryRunLock(conn, run)
+
+
+def current_holder(conn: psycopg.Connection[Any], run: str) -> str | None:
+    """Who holds ``run``'s lock (pid, host, start), or ``None`` when it is free."""
+    key = _unsigned(run_lock_key(run))
+    try:
+        with conn.cursor() as cur:
+            cur.execute(_HOLDER, (run, LOCK_NAMESPACE, key))
+            row = cur.fetchone()
+    except psycopg.Error as exc:
+        raise translate(exc, _where(conn, run), "reading the run lock") from exc
+    if row is None:
+        return None
+    backend, host, pid, started = row
+    if host is None:
+        return f"PostgreSQL backend pid {backend}"
+    return f"pid {pid} on host {host} since {started}"
 
 
 def _refuse_nesting(cur: psycopg.Cursor[Any], key: int, where: str) -> None:

@@ -98,6 +98,36 @@ _RUN_LOCKS = (
         started TEXT NOT NULL,
         backend_pid INTEGER NOT NULL)""",
 )
+_RUN_FILES = (
+    # SC-2: a run on PostgreSQL keeps no files. The names its events locate
+    # rows in derive from ``stem`` (the run name, or the stem of the
+    # file-based run it was imported from, so imported events keep their
+    # hashes). ``file_bytes`` holds the bytes of those files that are not an
+    # event's row (the materialized inputs, one line each, and whatever an
+    # imported file held besides its recorded rows); ``file_ends`` is where
+    # each file's bytes end, advanced in the appending transaction so two
+    # workers never locate two rows at one offset; ``published`` holds the
+    # published files (EV-31), which a file-based run keeps in its folder.
+    f"ALTER TABLE {SCHEMA}.runs ADD COLUMN stem TEXT NOT NULL DEFAULT ''",
+    f"""CREATE TABLE {SCHEMA}.file_bytes (
+        run TEXT NOT NULL,
+        file TEXT NOT NULL,
+        "offset" BIGINT NOT NULL,
+        data BYTEA NOT NULL,
+        PRIMARY KEY (run, file, "offset"))""",
+    f"""CREATE TABLE {SCHEMA}.file_ends (
+        run TEXT NOT NULL,
+        file TEXT NOT NULL,
+        end_offset BIGINT NOT NULL,
+        lines BIGINT NOT NULL,
+        PRIMARY KEY (run, file))""",
+    f"""CREATE TABLE {SCHEMA}.published (
+        run TEXT NOT NULL,
+        name TEXT NOT NULL,
+        data BYTEA NOT NULL,
+        PRIMARY KEY (run, name))""",
+    f'CREATE INDEX rows_by_place ON {SCHEMA}.rows (run, file, "offset")',
+)
 
 #: Named migrations, applied in order and recorded; never edit or reorder one.
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -106,6 +136,7 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("0003_rows", _ROWS),
     ("0004_releases_and_reservations", _RESERVATIONS),
     ("0005_run_locks", _RUN_LOCKS),
+    ("0006_run_files", _RUN_FILES),
 )
 PG_SCHEMA_VERSION = len(MIGRATIONS)
 

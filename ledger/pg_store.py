@@ -13,16 +13,17 @@ Every ``psycopg`` error is translated into a ledger error at this boundary.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 import psycopg
 from psycopg.pq import TransactionStatus
 
-from ledger.errors import ConcurrencyConflict, CorruptLedger, LedgerError
+from ledger.errors import ConcurrencyConflict, ConfigError, CorruptLedger, LedgerError
 from ledger.events import chain_hash
-from ledger.pg_lock import AdvisoryRunLock, acquire_run_lock
+from ledger.pg_files import StoreFilesMixin, read_file_ends, write_file_ends
+from ledger.pg_lock import AdvisoryRunLock, acquire_run_lock, current_holder
 from ledger.pg_reservations import apply_attempt_changes, attempt_changes
 from ledger.pg_schema import PACKAGE_VERSION, PG_SCHEMA_VERSION, SCHEMA, migrate
 from ledger.pg_schema import translate as _translate
@@ -78,7 +79,13 @@ class StoredRow(NamedTuple):
     data: bytes
 
 
-class PostgresStore:
+#: ``append_built``'s callback: the files' ends in, events and their rows out.
+Builder = Callable[
+    [dict[str, list[int]]], tuple[Sequence[NewEvent], Sequence["NewRow | None"]]
+]
+
+
+class PostgresStore(StoreFilesMixin):
     """One run in a PostgreSQL database: a writer (append and read) or a reader."""
 
     #: Rows per page of a streamed read (EV-13).
@@ -97,12 +104,20 @@ class PostgresStore:
 
     @classmethod
     def create(
-        cls, url: RunUrl | str, *, events: Sequence[NewEvent] = ()
+        cls,
+        url: RunUrl | str,
+        *,
+        events: Sequence[NewEvent] = (),
+        stem: str | None = None,
+        fill: Callable[[PostgresStore], None] | None = None,
     ) -> PostgresStore:
         """Create the run (which must not exist) with ``events``, in one transaction.
 
         The run appears with its first events or not at all, as the SQLite
         database appears under its name only once it holds ``run_created``.
+        ``stem`` names its files (the run name by default, SC-2); ``fill``
+        stores what else the run starts with (its materialized inputs) in the
+        same transaction.
         """
         store = cls._connect(_as_url(url), writable=True)
         try:
@@ -111,13 +126,18 @@ class PostgresStore:
             with store.transaction() as conn, store._guard("creating the run"):
                 created = conn.execute(
                     f"INSERT INTO {SCHEMA}.runs (run, head_seq, head_hash, "
-                    "package_version) VALUES (%s, 0, %b, %s) "
+                    "package_version, stem) VALUES (%s, 0, %b, %s, %s) "
                     "ON CONFLICT (run) DO NOTHING RETURNING run",
-                    (store.run, bytes(32), PACKAGE_VERSION),
+                    (store.run, bytes(32), PACKAGE_VERSION, stem or store.run),
                 ).fetchone()
                 if created is None:
-                    raise LedgerError(f"{store.path} exists already")
+                    raise ConfigError(
+                        f"{store.path} exists already: this run was started; "
+                        "continue it with `rollout-ledger resume`"
+                    )
                 store.append_in_transaction(events)
+                if fill is not None:
+                    fill(store)
         except BaseException:
             store.close()
             raise
@@ -262,20 +282,53 @@ class PostgresStore:
         if self._conn.info.transaction_status != TransactionStatus.INTRANS:
             raise LedgerError("append_in_transaction needs the store's transaction()")
         with self._guard("appending"), self._conn.cursor() as cur:
-            seq, prev, epoch = self._lock_head(cur)
-            if expected_seq is not None and expected_seq != seq:
-                raise ConcurrencyConflict(expected_seq=expected_seq, actual_seq=seq)
-            chained = _chain(events, seq, prev)
-            changes = attempt_changes(chained, epoch=epoch, where=self.path)
-            apply_attempt_changes(cur, self.run, changes, where=self.path)
-            if chained:
-                cur.executemany(_INSERT_EVENT, [(self.run, *row) for row in chained])
-                self._insert_rows(cur, chained, rows)
-                cur.execute(
-                    f"UPDATE {SCHEMA}.runs SET head_seq = %s, head_hash = %b, "
-                    "release_epoch = %s WHERE run = %s",
-                    (chained[-1].seq, chained[-1].hash, changes.epoch, self.run),
-                )
+            head = self._lock_head(cur)
+            return self._append_locked(cur, head, events, rows, expected_seq)
+
+    def append_built(
+        self, build: Builder, *, expected_seq: int | None = None
+    ) -> list[EventRow]:
+        """Append what ``build`` makes of the files' ends, under the head's lock.
+
+        SC-2, SC-3: with many writers, where a row lands in its file is known
+        only once the run's head is locked, so ``build`` receives the ends
+        (``{file: [offset, lines]}``, which it advances) and returns the
+        events and their rows; both commit with the advanced ends, or nothing.
+        """
+        if not self.writable:
+            raise LedgerError(
+                f"{self.path} is open read-only; open it as a writer to append"
+            )
+        with self.transaction(), self._guard("appending"), self._conn.cursor() as cur:
+            head = self._lock_head(cur)
+            ends = read_file_ends(cur, self.run)
+            events, rows = build(ends)
+            chained = self._append_locked(cur, head, events, rows, expected_seq)
+            write_file_ends(cur, self.run, ends)
+        return chained
+
+    def _append_locked(
+        self,
+        cur: psycopg.Cursor[Any],
+        head: tuple[int, bytes, int],
+        events: Sequence[NewEvent],
+        rows: Sequence[NewRow | None],
+        expected_seq: int | None,
+    ) -> list[EventRow]:
+        seq, prev, epoch = head
+        if expected_seq is not None and expected_seq != seq:
+            raise ConcurrencyConflict(expected_seq=expected_seq, actual_seq=seq)
+        chained = _chain(events, seq, prev)
+        changes = attempt_changes(chained, epoch=epoch, where=self.path)
+        apply_attempt_changes(cur, self.run, changes, where=self.path)
+        if chained:
+            cur.executemany(_INSERT_EVENT, [(self.run, *row) for row in chained])
+            self._insert_rows(cur, chained, rows)
+            cur.execute(
+                f"UPDATE {SCHEMA}.runs SET head_seq = %s, head_hash = %b, "
+                "release_epoch = %s WHERE run = %s",
+                (chained[-1].seq, chained[-1].hash, changes.epoch, self.run),
+            )
         return chained
 
     def _lock_head(self, cur: psycopg.Cursor[Any]) -> tuple[int, bytes, int]:
@@ -408,6 +461,10 @@ class PostgresStore:
     def journal_mode(self) -> str:
         """``postgresql``: durability is the server's commit (no SQLite journal)."""
         return "postgresql"
+
+    def lock_holder(self) -> str | None:
+        """Who holds the run lock (SC-4), or ``None`` when it is free."""
+        return current_holder(self._conn, self.run)
 
     def acquire_run_lock(self) -> AdvisoryRunLock:
         """Take the run's advisory lock on this store's session (SC-4)."""

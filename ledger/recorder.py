@@ -15,6 +15,7 @@ import os
 import threading
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Any
 
 from ledger.errors import (
@@ -36,15 +37,18 @@ from ledger.events import (
     StoredEvent,
 )
 from ledger.jsonl import encode_row
-from ledger.paths import RunPaths
 from ledger.row_facts import row_facts
 from ledger.rows_kinds import row_route, selected_failure_kind
 from ledger.rows_values import is_mapping
+from ledger.run_files import RunNames
 from ledger.write_index import Attempt, FileEnd, WriteIndex
 
 __all__ = ["Prepared", "Recorder", "Staged"]
 
 _REASON_LIMIT = 2000
+
+#: Appends prepared operations with their rows in one transaction (SC-2).
+StoreRows = Callable[[Sequence["Prepared"], str], list[StoredEvent]]
 
 
 @dataclass
@@ -98,24 +102,40 @@ class Recorder:
 
     def __init__(
         self,
-        paths: RunPaths,
+        folder: Path | None,
+        names: RunNames,
         index: WriteIndex,
         append: Callable[[Sequence[Event], str], list[StoredEvent]],
         new_id: Callable[[], str],
         *,
         durable: bool = True,
+        store_rows: StoreRows | None = None,
+        catch_up: Callable[[], None] | None = None,
     ) -> None:
-        self.paths = paths
+        """``folder`` holds the collector files; without one (a run on
+        PostgreSQL, SC-2) ``store_rows`` appends each batch with its rows, and
+        ``catch_up`` folds what other writers appended into the index before
+        an operation is refused for want of it (SC-4)."""
+        self.folder = folder
         self.index = index
         self._append = append
         self._new_id = new_id
         self._durable = durable
+        self._store_rows = store_rows
+        self._catch_up = catch_up
         self._handles: dict[str, IO[bytes]] = {}
         self._broken: str | None = None
         #: Held around prepare-and-commit, so a batch sees a stable index.
         self.lock = threading.RLock()
-        self.out_name = paths.relative(paths.out)
-        self.sidecar_name = paths.relative(paths.sidecar)
+        self.out_name = names.out
+        self.sidecar_name = names.sidecar
+
+    def _caught_up(self) -> bool:
+        """Fold what other writers appended; whether there was anyone to ask."""
+        if self._catch_up is None:
+            return False
+        self._catch_up()
+        return True
 
     # -- checks shared by the operations -----------------------------------
 
@@ -146,8 +166,9 @@ class Recorder:
         target = _mutable(row)
         self._check_run_id(target)
         task, rollout = self._key(target)
-        default = self.index.released_by_key.get((task, rollout), 0)
-        attempt = (task, rollout, _int(target, "_ng_attempt_index", default))
+        attempt = self._attempt_of(target, task, rollout)
+        if attempt not in self.index.released and self._caught_up():
+            attempt = self._attempt_of(target, task, rollout)
         if attempt not in self.index.released:
             raise ConfigError(
                 f"attempt {attempt[2]} of task {task}, rollout {rollout} is not "
@@ -165,6 +186,10 @@ class Recorder:
             task=task, rollout=rollout, attempt=attempt[2], run_id=self.index.run_id
         )
         return Prepared(body, result=attempt[2])
+
+    def _attempt_of(self, row: Mapping[str, Any], task: int, rollout: int) -> Attempt:
+        default = self.index.released_by_key.get((task, rollout), 0)
+        return (task, rollout, _int(row, "_ng_attempt_index", default))
 
     def prepare_record(
         self, row: object, staged: Staged, *, raw: bytes | None = None
@@ -191,7 +216,11 @@ class Recorder:
         task, rollout = self._key(source)
         attempt = _int(source, "_ng_attempt_index", 0)
         reserved = (task, rollout, attempt)
-        if reserved not in self.index.reserved and reserved not in staged.reserved:
+        if (
+            reserved not in self.index.reserved
+            and reserved not in staged.reserved
+            and not (self._caught_up() and reserved in self.index.reserved)
+        ):
             raise ConfigError(
                 f"attempt {attempt} of task {task}, rollout {rollout} was not reserved "
                 "in this run; reserve each attempt before sending its request"
@@ -219,7 +248,9 @@ class Recorder:
     ) -> Prepared:
         """REC-30: admit a released re-judgment, once, before the judge call."""
         key = (task, rollout, attempt)
-        if key not in self.index.released_rejudge:
+        if key not in self.index.released_rejudge and not (
+            self._caught_up() and key in self.index.released_rejudge
+        ):
             raise ConfigError(
                 f"attempt {attempt} of task {task}, rollout {rollout} is not released "
                 "for re-judgment: run `rollout-ledger resume` for the current plan"
@@ -248,9 +279,9 @@ class Recorder:
         raw: bytes | None = None,
     ) -> Prepared:
         """REC-30: the re-judgment's row, graded to ``OUT`` or failed to the sidecar."""
-        if (
+        if admission_id in staged.closed or (
             admission_id not in self.index.open_admissions
-            or admission_id in staged.closed
+            and not (self._caught_up() and admission_id in self.index.open_admissions)
         ):
             raise ConfigError(
                 f"judge admission {admission_id!r} is not open in this run; admit the "
@@ -301,6 +332,8 @@ class Recorder:
             raise LedgerError(self._broken)
         if not ops:
             return []
+        if self._store_rows is not None:
+            return self._store_rows(ops, actor)  # SC-2: rows go with their events
         try:
             if not written:
                 self._write_rows(ops)
@@ -325,7 +358,7 @@ class Recorder:
                     f"{op.file} is {handle.tell()} bytes, but its recorded rows end at "
                     f"{offset}: another process wrote to it; run "
                     "`rollout-ledger verify`",
-                    path=self.paths.folder / op.file,
+                    path=self._folder() / op.file,
                 )
             handle.write(op.data)
             touched[op.file] = handle
@@ -334,9 +367,13 @@ class Recorder:
             if self._durable:
                 os.fsync(handle.fileno())
 
+    def _folder(self) -> Path:
+        assert self.folder is not None, "a run without a folder stores its rows"
+        return self.folder
+
     def _handle(self, file: str) -> IO[bytes]:
         if file not in self._handles:
-            handle = open(self.paths.folder / file, "ab")  # noqa: SIM115 - kept open
+            handle = open(self._folder() / file, "ab")  # noqa: SIM115 - kept open
             handle.seek(0, os.SEEK_END)
             self._handles[file] = handle
         return self._handles[file]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -12,7 +11,6 @@ from typing import Any, Self
 
 import msgspec
 
-from ledger.chain import ChainBreak, first_chain_break
 from ledger.clock import Clock
 from ledger.create import (
     ManifestLike,
@@ -21,11 +19,10 @@ from ledger.create import (
     refuse_existing_run,
     run_created_body,
 )
-from ledger.errors import CorruptLedger, LedgerError, UnknownEvent
+from ledger.errors import CorruptLedger, LedgerError
 from ledger.events import (
     KINDS,
     Event,
-    RunCreated,
     StoredEvent,
     decode_body,
     encode_body,
@@ -37,16 +34,31 @@ from ledger.paths import RunPaths
 from ledger.recorder import Recorder
 from ledger.recording import RecordingMixin
 from ledger.repair import PendingRepair, pending_repairs, repair
-from ledger.store import EventRow, NewEvent, SQLiteStore
-from ledger.stored import decode_row
+from ledger.run_files import FolderFiles, RunFiles, RunNames
+from ledger.run_reading import ReadingMixin
+from ledger.run_url import is_run_url, require_postgres
+from ledger.store import NewEvent, SQLiteStore
+from ledger.store_api import EventStore
 from ledger.write_index import INDEX_KINDS, WriteIndex
 
 __all__ = ["Ledger", "ManifestLike", "PolicyLike"]
 
+#: What a worker of a run on PostgreSQL may append without the run lock (SC-4).
+WORKER_KINDS = frozenset(
+    {
+        "attempt_reserved",
+        "result_saved",
+        "failure_saved",
+        "omission_saved",
+        "judge_admitted",
+        "judge_outcome_saved",
+    }
+)
+
 log = logging.getLogger("ledger")
 
 
-class Ledger(RecordingMixin):
+class Ledger(ReadingMixin, RecordingMixin):
     """One run's event log (EV-10..EV-14).
 
     ``Ledger.create`` starts a run; ``Ledger.open`` opens one, as a writer when
@@ -55,16 +67,54 @@ class Ledger(RecordingMixin):
     """
 
     def __init__(
-        self, store: SQLiteStore, paths: RunPaths, *, lock: RunLock | None, clock: Clock
+        self,
+        store: EventStore,
+        paths: RunPaths | None,
+        *,
+        lock: RunLock | None,
+        clock: Clock,
+        files: RunFiles | None = None,
+        where: str | None = None,
     ) -> None:
         self._store = store
-        self.paths = paths
+        self._paths = paths
         self.lock = lock
         self.clock = clock
+        if paths is not None:
+            files = files or FolderFiles(paths)
+            where = where or str(paths.db)
+        assert files is not None, "a run without a folder needs its files"
+        assert where is not None, "a run without a folder needs its URL"
+        #: Where the run's rows are read and its published files written.
+        self.files: RunFiles = files
+        #: The run's log, for messages: ``ledger.db``'s path, or the run URL.
+        self.where = where
+        #: The run: ``OUT``'s absolute path, or the run URL (what a lock names).
+        self.target = str(paths.out) if paths is not None else where
         # One writer thread at a time: AsyncRecorder commits from a worker thread.
         self._write_lock = threading.Lock()
         self._recorder: Recorder | None = None
         self._check_head_on_open = True
+        #: On PostgreSQL, others append too: the write index follows the log.
+        self._shared_log = paths is None
+        self._index_seq = 0
+        #: False for a worker of a run on PostgreSQL (no run lock, SC-4).
+        self._coordinator = True
+
+    @property
+    def paths(self) -> RunPaths:
+        """The run's files beside ``OUT`` (a run on PostgreSQL has none, SC-2)."""
+        if self._paths is None:
+            raise LedgerError(
+                f"{self.where} is a run on PostgreSQL: its rows are in the store; "
+                "use `rollout-ledger export --files DIR` for files"
+            )
+        return self._paths
+
+    @property
+    def on_postgres(self) -> bool:
+        """Whether the run lives on PostgreSQL (SC-1) rather than beside ``OUT``."""
+        return self._paths is None
 
     # -- opening -----------------------------------------------------------
 
@@ -80,7 +130,16 @@ class Ledger(RecordingMixin):
         clock: Clock | None = None,
         journal_mode: str = "wal",
     ) -> Ledger:
-        """Start a run: materialized inputs, ``ledger.db`` with ``run_created``."""
+        """Start a run: materialized inputs, ``ledger.db`` with ``run_created``.
+
+        ``out`` may be a run URL (SC-1): the run is then created on PostgreSQL,
+        its materialized inputs stored with ``run_created``.
+        """
+        if isinstance(out, str) and is_run_url(out):
+            require_postgres()
+            from ledger.pg_run import create_pg_run
+
+            return create_pg_run(cls, out, manifest, rows, lock, policy, clock)
         paths = RunPaths.of(out)
         _require_lock(lock, paths)
         refuse_existing_run(paths)
@@ -110,7 +169,16 @@ class Ledger(RecordingMixin):
 
         ``check_head=False`` (readers only) skips the head's chain check, for
         ``verify``, which checks the whole chain and names the first bad seq.
+
+        ``out`` may be a run URL (SC-1): with the held lock the ledger is the
+        coordinator; without it, a worker that may reserve, record and admit
+        judgments (SC-4) and otherwise only reads.
         """
+        if isinstance(out, str) and is_run_url(out):
+            require_postgres()
+            from ledger.pg_run import open_pg_run
+
+            return open_pg_run(cls, out, lock, clock or Clock(), check_head)
         paths = RunPaths.of(out)
         if lock is not None:
             _require_lock(lock, paths)
@@ -129,7 +197,13 @@ class Ledger(RecordingMixin):
 
     def _start_recorder(self) -> None:
         index = self.write_index()
-        self._recorder = Recorder(self.paths, index, self._append_as, self.clock.new_id)
+        self._recorder = Recorder(
+            self.paths.folder,
+            RunNames(self.paths.stem),
+            index,
+            self._append_as,
+            self.clock.new_id,
+        )
         repair(self.paths, self._recorder, self._locations)  # EV-12, first
 
     def _append_as(self, bodies: Sequence[Event], actor: str) -> list[StoredEvent]:
@@ -137,10 +211,32 @@ class Ledger(RecordingMixin):
 
     def write_index(self) -> WriteIndex:
         """Fold the bookkeeping of releases, reservations and file ends (REC-3)."""
-        return WriteIndex.build(self.events(1, kinds=INDEX_KINDS))
+        index = WriteIndex()
+        self._index_seq = self._fold_index(index, 1)
+        return index
+
+    def _fold_index(self, index: WriteIndex, from_seq: int) -> int:
+        """Fold the index kinds from ``from_seq``; the last seq folded (or before)."""
+        last = from_seq - 1
+        for event in self.events(from_seq, kinds=INDEX_KINDS):
+            index.apply(event.body)
+            last = event.seq
+        return last
+
+    def _sync_index(self) -> None:
+        """Catch the write index up with what other writers appended (SC-4)."""
+        if self._recorder is not None:
+            self._index_seq = self._fold_index(
+                self._recorder.index, self._index_seq + 1
+            )
 
     def pending_repairs(self) -> list[PendingRepair]:
-        """Unrecorded rows and torn lines a writer's open would repair (EV-12)."""
+        """Unrecorded rows and torn lines a writer's open would repair (EV-12).
+
+        None on PostgreSQL: rows commit with their events there (SC-2).
+        """
+        if self.on_postgres:
+            return []
         return pending_repairs(self.paths, self.write_index(), self._locations)
 
     def _locations(self, file: str) -> Iterator[tuple[int, int, str]]:
@@ -150,59 +246,49 @@ class Ledger(RecordingMixin):
             if where is not None and where.file == file:
                 yield where.offset, where.length, where.row_sha256
 
-    def _check_saved_work(self) -> None:
-        # EV-12 / REC-51: refuse unknown or corrupt saved work before anything.
-        unknown = sorted(self._store.distinct_kinds() - KINDS.keys())
-        if unknown:
-            # Scan rather than filter by kind: a kind that is not valid UTF-8
-            # reads back changed and would match no stored text.
-            first = next(row for row in self._store.rows() if row.kind not in KINDS)
-            raise UnknownEvent(seq=first.seq, kind=first.kind, path=self.paths.db)
-        if self._check_head_on_open:  # verify opens without it, to report all
-            self._check_head()
-        if not self.paths.materialized.is_file():
-            raise CorruptLedger(  # REC-51: a ledger whose collector files are missing
-                f"{self.paths.materialized} is missing; the run cannot be resumed "
-                "without its materialized inputs",
-                path=self.paths.materialized,
-            )
-
-    def _check_head(self) -> None:
-        # EV-12: the newest event must match its bytes and link to the one
-        # before it; the full chain is `verify`'s (EV-2).
-        tail = self._store.last_rows(2)
-        if not tail:
-            raise CorruptLedger(f"{self.paths.db} holds no events", path=self.paths.db)
-        prev = bytes(tail[0].prev_hash) if len(tail) == 1 else bytes(tail[0].hash)
-        start = tail[0].seq if len(tail) == 1 else tail[1].seq
-        broken = first_chain_break(tail[-1:], from_seq=start, prev_hash=prev)
-        if broken is not None:
-            raise CorruptLedger(
-                f"{self.paths.db}: event seq {broken.seq}: {broken.reason}; "
-                "run `rollout-ledger verify` for the full check",
-                seq=broken.seq,
-                path=self.paths.db,
-            )
-
     # -- writing -------------------------------------------------------------
 
     @property
     def writable(self) -> bool:
         """Whether this ledger was opened with the run lock (a writer)."""
-        return self._store.writable
+        return self._store.writable and self._coordinator
+
+    @property
+    def role(self) -> str:
+        """``writer`` (with the run lock), ``worker`` (SC-4) or ``reader``."""
+        if self.writable:
+            return "writer"
+        return "worker" if self._store.writable else "reader"
+
+    def _refuse_for_worker(self, bodies: Sequence[Event]) -> None:
+        # SC-4: without the run lock a worker reserves, records and admits
+        # judgments; releases, resumes and operator actions are the
+        # coordinator's.
+        if not self._store.writable:
+            self._require_writer()
+        if self._coordinator:
+            return
+        for body in bodies:
+            kind = _kind(body)
+            if kind not in WORKER_KINDS:
+                raise LedgerError(
+                    f"{self.where}: a worker (without the run lock) may reserve, "
+                    f"record and admit judgments, not append {kind}; take the run "
+                    "lock (RunLock(url)) to act as the coordinator"
+                )
 
     def append(
         self, body: Event, *, expected_seq: int | None = None, actor: str = "collector"
     ) -> StoredEvent:
         """Append one event durably (EV-11); returns it as stored."""
-        if not self._store.writable:
-            self._require_writer()
+        if not self._store.writable or not self._coordinator:
+            self._refuse_for_worker((body,))
         at = self.clock.now()
         new = NewEvent(_kind(body), at, actor, _checked(body))
         with self._write_lock:
             row = self._store.append_many((new,), expected_seq=expected_seq)[0]
             if self._recorder is not None:
-                self._recorder.index.apply(body)
+                self._follow_index((body,))
         return StoredEvent(
             seq=row.seq,
             kind=row.kind,
@@ -221,17 +307,15 @@ class Ledger(RecordingMixin):
         actor: str = "collector",
     ) -> list[StoredEvent]:
         """Append ``bodies`` in one transaction (group commit, EV-11)."""
-        if not self._store.writable:
-            self._require_writer()
+        if not self._store.writable or not self._coordinator:
+            self._refuse_for_worker(bodies)
         at = self.clock.now()  # one instant per transaction: its events land together
         make = tuple.__new__  # a NewEvent without its Python-level __new__ (P-2)
         new = [make(NewEvent, (_kind(b), at, actor, _checked(b))) for b in bodies]
         with self._write_lock:
             rows = self._store.append_many(new, expected_seq=expected_seq)
             if self._recorder is not None:
-                apply = self._recorder.index.apply
-                for body in bodies:  # keep the write index in step with the log
-                    apply(body)
+                self._follow_index(bodies)
         return [
             StoredEvent(
                 seq=row.seq,
@@ -245,77 +329,22 @@ class Ledger(RecordingMixin):
             for row, body in zip(rows, bodies, strict=True)
         ]
 
+    def _follow_index(self, bodies: Sequence[Event]) -> None:
+        # Keep the write index in step with the log: the bodies just appended,
+        # or, where other writers append too, the log itself (SC-4).
+        if self._shared_log:
+            self._sync_index()
+            return
+        apply = self._recorder.index.apply  # type: ignore[union-attr]
+        for body in bodies:
+            apply(body)
+
     def _require_writer(self) -> None:
-        if not self.writable:
+        if not self._store.writable or not self._coordinator:
             raise LedgerError(
-                f"{self.paths.db} is open read-only; open it with the held RunLock "
+                f"{self.where} is open read-only; open it with the held RunLock "
                 "to append"
             )
-
-    # -- reading -------------------------------------------------------------
-
-    def events(
-        self, from_seq: int = 1, *, kinds: Sequence[str] = ()
-    ) -> Iterator[StoredEvent]:
-        """Stored events in ``seq`` order from ``from_seq``, streamed (EV-13)."""
-        db = self.paths.db  # once, not per row: replay reads millions (P-3)
-        for row in self._store.rows(from_seq, kinds=kinds):
-            yield decode_row(row, path=db)
-
-    def events_at(self, seqs: Sequence[int]) -> Iterator[StoredEvent]:
-        """The stored events of ``seqs`` (those that exist), in ``seq`` order."""
-        db = self.paths.db
-        for row in self.raw_events_at(seqs):
-            yield decode_row(row, path=db)
-
-    def raw_events_at(self, seqs: Sequence[int]) -> Iterator[EventRow]:
-        """The stored rows of ``seqs`` (those that exist), undecoded, by ``seq``."""
-        rows_at = getattr(self._store, "rows_at", None)
-        if rows_at is not None:
-            return rows_at(seqs)  # type: ignore[no-any-return]
-        return (  # a store without point reads: one read per seq
-            row
-            for seq in sorted(set(seqs))
-            for row in itertools.islice(self._store.rows(seq), 1)
-            if row.seq == seq
-        )
-
-    def rows_for_fold(self, from_seq: int = 1) -> Iterator[tuple[int, str, bytes]]:
-        """``(seq, kind, body)`` of the stored events from ``from_seq``, undecoded.
-
-        Replay's fast read (P-3); ``projections.replay`` decodes and checks them.
-        """
-        fold_rows = getattr(self._store, "fold_rows", None)
-        if fold_rows is not None:
-            return fold_rows(from_seq)  # type: ignore[no-any-return]
-        return (
-            (row.seq, row.kind, bytes(row.body)) for row in self._store.rows(from_seq)
-        )
-
-    def raw_events(
-        self, from_seq: int = 1, *, kinds: Sequence[str] = ()
-    ) -> Iterator[EventRow]:
-        """Stored rows, undecoded, for chain checks and exports."""
-        return self._store.rows(from_seq, kinds=kinds)
-
-    def head(self) -> tuple[int, bytes]:
-        """``(seq, hash)`` of the newest event."""
-        return self._store.head()
-
-    def run_created(self) -> RunCreated:
-        """The run's first event."""
-        first = next(self.events(1, kinds=["run_created"]), None)
-        if first is None or first.seq != 1 or not isinstance(first.body, RunCreated):
-            raise CorruptLedger(
-                f"{self.paths.db}: the first event is not run_created",
-                seq=1,
-                path=self.paths.db,
-            )
-        return first.body
-
-    def verify_chain(self) -> ChainBreak | None:
-        """Recompute the whole hash chain; the first break, or ``None`` (EV-2)."""
-        return first_chain_break(self._store.rows(1))
 
     def save_snapshot(
         self,
@@ -331,23 +360,6 @@ class Ledger(RecordingMixin):
             self._store.save_snapshot(
                 seq, head_hash, code_version, policy_digest, state
             )
-
-    def load_snapshot(
-        self, code_version: str, policy_digest: str
-    ) -> tuple[int, bytes, bytes] | None:
-        """The stored snapshot for this code version and policy, if its chain holds.
-
-        A snapshot counts only when the log still has its head hash at its seq.
-        """
-        found = self._store.load_snapshot(code_version, policy_digest)
-        if found is None or self._store.hash_at(found[0]) != found[1]:
-            return None
-        return found
-
-    @property
-    def journal_mode(self) -> str:
-        """``wal`` or ``delete`` (EV-42)."""
-        return self._store.journal_mode()
 
     # -- closing -------------------------------------------------------------
 
@@ -369,15 +381,14 @@ class Ledger(RecordingMixin):
         self.close()
 
 
-def _require_lock(lock: RunLock, paths: RunPaths) -> None:
+def _require_lock(lock: RunLock, paths: RunPaths | str) -> None:
+    target = paths if isinstance(paths, str) else str(paths.out)
     if not lock.held:
         raise LedgerError(
-            f"the RunLock for {lock.paths.out} is not held; acquire it first"
+            f"the RunLock for {lock.target} is not held; acquire it first"
         )
-    if lock.paths.out != paths.out:
-        raise LedgerError(
-            f"the RunLock held is for {lock.paths.out}, not for {paths.out}"
-        )
+    if lock.target != target:
+        raise LedgerError(f"the RunLock held is for {lock.target}, not for {target}")
 
 
 def _refuse_files_without_ledger(paths: RunPaths) -> None:

@@ -16,7 +16,7 @@ from urllib.parse import SplitResult, parse_qsl, quote, urlencode, urlsplit
 
 from ledger.errors import ConfigError
 
-__all__ = ["STORE_ENV", "RunUrl", "is_run_url", "resolve_run"]
+__all__ = ["STORE_ENV", "RunUrl", "is_run_url", "require_postgres", "resolve_run"]
 
 #: The environment variable that may hold the store URL when only a run name
 #: is given (SC-1).
@@ -171,3 +171,13 @@ def _checked_name(name: str, source: str) -> str:
             key="run",
         )
     return name
+
+
+def require_postgres() -> None:
+    """Refuse a run URL clearly when psycopg (the ``postgres`` extra) is missing."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(
+            "runs on PostgreSQL need psycopg: pip install 'rollout-ledger[postgres]'"
+        ) from exc

@@ -13,7 +13,7 @@ from ledger.store import EventRow
 __all__ = ["decode_row", "stored_from_row"]
 
 
-def decode_row(row: EventRow, *, path: Path | None = None) -> StoredEvent:
+def decode_row(row: EventRow, *, path: Path | str | None = None) -> StoredEvent:
     """Decode one stored row; an unknown kind raises :class:`UnknownEvent` (EV-3)."""
     if row.kind not in KINDS:
         raise UnknownEvent(seq=row.seq, kind=row.kind, path=path)

@@ -50,9 +50,7 @@ def config_diff(
 ) -> ConfigDiff:
     """What a resume under ``config`` would find (REC-53), without writing."""
     state = replay(ledger)
-    current = current_manifest(
-        ledger.paths, state, config, global_config, source=source
-    )
+    current = current_manifest(ledger, state, config, global_config, source=source)
     verdict = gate(state, current)
     drift = verdict.drift
     keys: list[KeyDiff] = []

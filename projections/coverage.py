@@ -15,7 +15,7 @@ from projections.decide import (
     decide_all,
     free_attempts,
 )
-from projections.state import RunState
+from projections.state import CODE_SHIFT, MASKED, RESERVED, RolloutState, RunState
 
 __all__ = ["Coverage", "check_complete", "coverage", "excluded_sidecar_lines"]
 
@@ -62,57 +62,69 @@ def excluded_sidecar_lines(state: RunState) -> int:
     return state.excluded_lines
 
 
-def _split(decisions: Decisions, value: str) -> dict[str, int]:
-    counts = Counter(d.reason for d in decisions.values() if d.value == value)
-    return {reason: counts.get(reason, 0) for reason in _SPLITS[value]}
+def _splits(decisions: Decisions) -> tuple[Counter[str], dict[str, dict[str, int]]]:
+    """Decisions per value, and per value the reasons of its split."""
+    pairs = Counter((d.value, d.reason) for d in decisions.values())
+    values: Counter[str] = Counter()
+    for (value, _), count in pairs.items():
+        values[value] += count
+    splits = {
+        value: {reason: pairs.get((value, reason), 0) for reason in reasons}
+        for value, reasons in _SPLITS.items()
+    }
+    return values, splits
 
 
-def _tasks(state: RunState, decisions: Decisions) -> dict[str, int]:
-    tasks = {"complete": 0, "partial": 0, "none": 0}
-    for task, rollouts in state.rollouts.items():
-        done = sum(
-            decisions[task, r].value in ("complete", "omitted") for r in rollouts
-        )
-        complete = sum(decisions[task, r].value == "complete" for r in rollouts)
+class _Tally:
+    """One pass over every rollout: task completion, flags and totals (P-3)."""
+
+    def __init__(self) -> None:
+        self.tasks = {"complete": 0, "partial": 0, "none": 0}
+        self.masked = self.suspect = 0
+        self.reserved = self.outcomes = self.duplicates = self.superseded = 0
+        self.counted = 0
+        self.kinds: Counter[str] = Counter()
+
+    def add_task(self, state: RunState, task: int, decisions: Decisions) -> None:
+        rollouts = state.rollouts[task]
+        done = complete = 0
+        after = state.before_seq
+        for index, rollout in rollouts.items():
+            decision = decisions[task, index]
+            value = decision.value
+            complete += value == "complete"
+            done += value in ("complete", "omitted")
+            if value != "complete" and decision.kind is not None:
+                self.kinds[decision.kind] += 1
+            self.add_rollout(rollout, after)
         if done == len(rollouts) and complete:
-            tasks["complete"] += 1
+            self.tasks["complete"] += 1
         elif complete:
-            tasks["partial"] += 1
+            self.tasks["partial"] += 1
         else:
-            tasks["none"] += 1
-    return tasks
+            self.tasks["none"] += 1
+
+    def add_rollout(self, rollout: RolloutState, after: int) -> None:
+        attempts = rollout.attempts
+        if attempts:
+            self.masked += attempts[-1].bits & MASKED != 0
+            for a in attempts:  # bits: the code plus one, and the flags
+                self.reserved += a.bits & RESERVED != 0
+                self.outcomes += a.bits >> CODE_SHIFT != 0
+        self.outcomes += rollout.duplicates
+        self.duplicates += rollout.duplicates
+        self.superseded += rollout.superseded
+        self.suspect += free_attempts(rollout, after) >= _SUSPECT_FREE_ATTEMPTS
+        self.counted += counted_failures(rollout, after)
 
 
-def _per_rollout(
-    state: RunState, decisions: Decisions
-) -> tuple[int, int, Counter[str]]:
-    masked = suspect = 0
-    kinds: Counter[str] = Counter()
-    for (task, index), decision in decisions.items():
-        rollout = state.rollout(task, index)
-        selected = rollout.selected()
-        masked += selected is not None and selected.masked
-        suspect += free_attempts(rollout, state.before_seq) >= _SUSPECT_FREE_ATTEMPTS
-        if decision.value != "complete" and decision.kind is not None:
-            kinds[decision.kind] += 1
-    return masked, suspect, kinds
-
-
-def _totals(state: RunState) -> dict[str, int]:
-    totals = Counter[str]()
-    for rollouts in state.rollouts.values():
-        for rollout in rollouts.values():
-            totals["attempts_reserved"] += sum(a.reserved for a in rollout.attempts)
-            totals["outcomes"] += sum(a.has_outcome for a in rollout.attempts)
-            totals["outcomes"] += rollout.duplicates
-            totals["duplicates"] += rollout.duplicates
-            totals["superseded"] += rollout.superseded
+def _totals(state: RunState, tally: _Tally) -> dict[str, int]:
     return {
-        "attempts_reserved": totals["attempts_reserved"],
-        "outcomes": totals["outcomes"],
-        "duplicates": totals["duplicates"],
-        "superseded": totals["superseded"],
-        "counted_failures": _counted_failures(state),
+        "attempts_reserved": tally.reserved,
+        "outcomes": tally.outcomes,
+        "duplicates": tally.duplicates,
+        "superseded": tally.superseded,
+        "counted_failures": tally.counted,
         "excluded_sidecar_lines": state.excluded_lines,
         "extension": state.extension,
         "drift_acceptances": len(state.drift),
@@ -120,33 +132,27 @@ def _totals(state: RunState) -> dict[str, int]:
     }
 
 
-def _counted_failures(state: RunState) -> int:
-    return sum(
-        counted_failures(rollout, state.before_seq)
-        for rollouts in state.rollouts.values()
-        for rollout in rollouts.values()
-    )
-
-
 def coverage(state: RunState, decisions: Decisions | None = None) -> Coverage:
     """REC-41: counts that add up to ``expected``, each split to its decision."""
     decisions = decide_all(state) if decisions is None else decisions
-    values = Counter(d.value for d in decisions.values())
-    masked, suspect, kinds = _per_rollout(state, decisions)
+    values, splits = _splits(decisions)
+    tally = _Tally()
+    for task in state.rollouts:
+        tally.add_task(state, task, decisions)
     return Coverage(
         as_of_seq=state.as_of_seq,
         expected=state.expected,
         decisions={value: values.get(value, 0) for value in DECISION_VALUES},
-        complete=_split(decisions, "complete"),
-        retry=_split(decisions, "retry"),
-        held=_split(decisions, "held"),
-        exhausted=_split(decisions, "exhausted"),
-        omitted=_split(decisions, "omitted"),
-        masked=masked,
-        suspect=suspect,
-        tasks=_tasks(state, decisions),
-        failure_kinds=dict(sorted(kinds.items())),
-        totals=_totals(state),
+        complete=splits["complete"],
+        retry=splits["retry"],
+        held=splits["held"],
+        exhausted=splits["exhausted"],
+        omitted=splits["omitted"],
+        masked=tally.masked,
+        suspect=tally.suspect,
+        tasks=tally.tasks,
+        failure_kinds=dict(sorted(tally.kinds.items())),
+        totals=_totals(state, tally),
     )
 
 

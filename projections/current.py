@@ -9,16 +9,15 @@ as its JSON bytes, so each distinct reference is built once.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from ledger import Clock, RunManifest
+from ledger import Clock, Ledger, RunManifest
 from ledger.errors import ConfigError
-from ledger.paths import RunPaths
 from projections.state import RunState
 
 __all__ = ["current_manifest"]
@@ -32,20 +31,23 @@ _AGENT_DECODER = msgspec.json.Decoder(_AgentOnly)
 _CHUNK = 1 << 22  # read and hashed 4 MiB at a time; lines are split from it
 
 
-def _lines(path: Path, digest: Any) -> Iterator[bytes | memoryview]:
+def _file_chunks(path: Path) -> Iterator[bytes]:
+    with path.open("rb", buffering=0) as handle:
+        while chunk := handle.read(_CHUNK):
+            yield chunk
+
+
+def _lines(chunks: Iterable[bytes], digest: Any) -> Iterator[bytes | memoryview]:
     """The file's lines without their newline, hashing every byte as read.
 
     Each chunk is hashed in a helper thread while its lines are decoded here
     (``update`` releases the GIL on large buffers, P-4); one chunk at most is
     being hashed, in file order, so the digest is the file's.
     """
-    with (
-        path.open("rb", buffering=0) as handle,
-        ThreadPoolExecutor(1, thread_name_prefix="sha256") as hasher,
-    ):
+    with ThreadPoolExecutor(1, thread_name_prefix="sha256") as hasher:
         hashing: Future[None] | None = None
         pending: list[bytes] = []  # the start of a line that crosses chunks
-        while chunk := handle.read(_CHUNK):
+        for chunk in chunks:
             if hashing is not None:
                 hashing.result()
             hashing = hasher.submit(digest.update, chunk)
@@ -67,11 +69,11 @@ def _lines(path: Path, digest: Any) -> Iterator[bytes | memoryview]:
             yield b"".join(pending)
 
 
-def _agents_and_digest(path: Path) -> tuple[list[dict[str, Any]], str]:
+def _agents_and_digest(chunks: Iterable[bytes]) -> tuple[list[dict[str, Any]], str]:
     digest = hashlib.sha256()
     agents: dict[str, dict[str, Any]] = {}
     seen: set[bytes] = set()  # agent_ref values met, as their JSON bytes
-    for line in _lines(path, digest):
+    for line in _lines(chunks, digest):
         try:
             raw = _AGENT_DECODER.decode(line).agent_ref
         except msgspec.DecodeError:
@@ -86,18 +88,23 @@ def _agents_and_digest(path: Path) -> tuple[list[dict[str, Any]], str]:
     return [{"agent_ref": ref} for ref in agents.values()], digest.hexdigest()
 
 
-def _source(paths: RunPaths, state: RunState, source: Path | str | None) -> Path | None:
+def _source(ledger: Ledger, state: RunState, source: Path | str | None) -> Path | None:
     if source is not None:
         return Path(source)
     saved = state.manifest.get("source_path")
     if not isinstance(saved, str):
         return None
-    candidate = Path(saved) if Path(saved).is_absolute() else paths.folder / saved
+    if Path(saved).is_absolute():
+        candidate = Path(saved)
+    elif ledger.on_postgres:
+        return None  # a run on PostgreSQL has no folder to resolve it against
+    else:
+        candidate = ledger.paths.folder / saved
     return candidate if candidate.is_file() else None  # REC-55: when it exists
 
 
 def current_manifest(
-    paths: RunPaths,
+    ledger: Ledger,
     state: RunState,
     config: Any,
     global_config: Any,
@@ -105,17 +112,24 @@ def current_manifest(
     source: Path | str | None = None,
 ) -> RunManifest:
     """The manifest the current configuration and files give this run."""
+    files = ledger.files
+    name = files.names.materialized
     try:
-        rows, digest = _agents_and_digest(paths.materialized)
+        if ledger.on_postgres:
+            rows, digest = _agents_and_digest(files.chunks(name))
+        else:
+            rows, digest = _agents_and_digest(_file_chunks(ledger.paths.materialized))
     except OSError as exc:
-        raise ConfigError(f"cannot read {paths.materialized}: {exc.strerror}") from exc
+        raise ConfigError(
+            f"cannot read {files.describe(name)}: {exc.strerror or exc}"
+        ) from exc
     manifest = RunManifest.create(
-        _source(paths, state, source),
+        _source(ledger, state, source),
         rows,
         config,
         global_config,
         max_rollout_attempts=state.max_rollout_attempts,
-        run_dir=paths.folder,
+        run_dir=None if ledger.on_postgres else ledger.paths.folder,
         clock=Clock(seed=0),  # id and time are replaced by the saved ones below
     )
     return manifest.model_copy(

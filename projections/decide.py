@@ -3,6 +3,11 @@
 A decision says what recovery does with a rollout (``value``), which attempt
 it concerns, the rule that decided (``"REC-20.5c"``, ``"REC-4"``, ...), the
 selected failure kind and the reason (the splits of coverage, REC-41).
+
+``decide_all`` decides every rollout of a state (P-3, P-4: hundreds of
+thousands): an attempt's branch fields are read from tables indexed by its
+code, REC-13's and REC-4's counts are computed only when a branch needs them,
+and equal decisions share one object.
 """
 
 from __future__ import annotations
@@ -11,7 +16,15 @@ from collections.abc import Callable
 
 import msgspec
 
-from projections.state import Attempt, Judgment, RolloutState, RunState
+from projections.classify import BRANCHES
+from projections.state import (
+    CODE_SHIFT,
+    RESERVED,
+    Attempt,
+    Judgment,
+    RolloutState,
+    RunState,
+)
 
 __all__ = [
     "DECISION_VALUES",
@@ -27,6 +40,14 @@ DECISION_VALUES = (
     "held", "terminal", "exhausted", "omitted",
 )  # fmt: skip
 
+# Each branch's fields, indexed by ``Attempt.code``; COUNTED and FREE by
+# ``Attempt.bits >> CODE_SHIFT`` (the code plus one: 0 is no outcome, False).
+_RULE = tuple(branch.rule for branch in BRANCHES)
+_ACTION = tuple(branch.action for branch in BRANCHES)
+_REASON = tuple(branch.reason for branch in BRANCHES)
+_COUNTED = (False, *(branch.counted for branch in BRANCHES))
+_FREE = (False, *(branch.free for branch in BRANCHES))
+
 
 class Decision(msgspec.Struct, frozen=True, gc=False):
     """What recovery does with one rollout, and why (REC-20)."""
@@ -39,25 +60,59 @@ class Decision(msgspec.Struct, frozen=True, gc=False):
     score: float | None = None  # the decided score of a complete rollout (CLI-12)
 
 
-class _Budget:
-    """REC-13 and REC-4 for one rollout: counted failures and free attempts."""
+_SHARED = 4096  # at most this many distinct decisions are kept shared
+_PENDING = Decision("pending", 0, "REC-20.1", None, "pending")
 
-    def __init__(self, state: RunState, rollout: RolloutState) -> None:
-        self.cap = state.cap
-        self.max_free = int(state.policy.get("max_free_attempts", 5))
-        after = state.before_seq  # REC-16: only outcomes after the latest reset count
-        self.counted = counted_failures(rollout, after)
-        self.free = free_attempts(rollout, after)
+
+class _Limits(msgspec.Struct, frozen=True, gc=False):
+    """What every rollout's budget reads from the state (REC-11, REC-4, REC-16)."""
+
+    cap: int
+    max_free: int
+    after: int  # REC-16: only outcomes after the latest reset count
+
+    @classmethod
+    def of(cls, state: RunState) -> _Limits:
+        max_free = int(state.policy.get("max_free_attempts", 5))
+        return cls(state.cap, max_free, state.before_seq)
+
+
+class _Budget:
+    """REC-13 and REC-4 for one rollout: counted failures and free attempts.
+
+    Each count is computed the first time a branch reads it (most rollouts
+    complete and read neither).
+    """
+
+    __slots__ = ("_counted", "_free", "limits", "rollout")
+
+    def __init__(self, limits: _Limits, rollout: RolloutState) -> None:
+        self.limits = limits
+        self.rollout = rollout
+        self._counted: int | None = None
+        self._free: int | None = None
+
+    @property
+    def counted(self) -> int:
+        if self._counted is None:
+            self._counted = counted_failures(self.rollout, self.limits.after)
+        return self._counted
+
+    @property
+    def free(self) -> int:
+        if self._free is None:
+            self._free = free_attempts(self.rollout, self.limits.after)
+        return self._free
 
     def counted_retry(self, attempt: int, rule: str, kind: str | None) -> Decision:
-        if self.counted >= self.cap:
+        if self.counted >= self.limits.cap:
             return Decision("exhausted", attempt, rule, kind, "cap")
         return Decision("retry", attempt + 1, rule, kind, "failed")
 
     def counted_rejudge(
         self, attempt: int, rule: str, kind: str | None, reason: str
     ) -> Decision:
-        if self.counted >= self.cap:
+        if self.counted >= self.limits.cap:
             return Decision("exhausted", attempt, rule, kind, "cap")
         return Decision("rejudge", attempt, rule, kind, reason)
 
@@ -65,7 +120,7 @@ class _Budget:
         self, attempt: int, rule: str, kind: str | None, reason: str
     ) -> Decision:
         # REC-4: a rollout that keeps killing its collector stops here.
-        if self.free >= self.max_free:
+        if self.free >= self.limits.max_free:
             return Decision("exhausted", attempt, "REC-4", kind, "free_attempts")
         return Decision("retry", attempt + 1, rule, kind, reason)
 
@@ -75,17 +130,29 @@ def counted_failures(rollout: RolloutState, after: int) -> int:
     # REC-16: what counts is when the outcome was recorded, so an outcome from
     # before a reset stays excluded even when an approval names it afterwards.
     # REC-25: an approval makes the outcome of the attempt it names counted.
-    count = sum(
-        a.has_outcome and a.seq > after and (a.counted or rollout.approved(a.attempt))
-        for a in rollout.attempts
-    )
-    failed = (j for j in rollout.all_judgments() if j.outcome == "failed")
-    return count + sum(j.outcome_seq > after for j in failed)  # REC-32
+    approvals = rollout.approvals
+    count = 0
+    for a in rollout.attempts:  # fields, not properties (P-3: every rollout)
+        outcome = a.bits >> CODE_SHIFT  # 0: no outcome
+        if outcome and a.seq > after:
+            approved = approvals is not None and a.attempt in approvals
+            count += _COUNTED[outcome] or approved
+    if rollout.judgments is not None:  # REC-32: a failed judgment counts
+        for judgments in rollout.judgments.values():
+            count += sum(j.outcome == "failed" and j.outcome_seq > after
+                         for j in judgments)  # fmt: skip
+    return count
 
 
 def free_attempts(rollout: RolloutState, after: int) -> int:
     """REC-4: unknown attempts and free outcomes of a rollout after ``after``."""
-    return sum((a.unknown or a.free) and a.seq > after for a in rollout.attempts)
+    count = 0
+    for a in rollout.attempts:  # unknown: no outcome (0) and reserved
+        bits = a.bits
+        outcome = bits >> CODE_SHIFT
+        if (_FREE[outcome] or (not outcome and bits & RESERVED)) and a.seq > after:
+            count += 1
+    return count
 
 
 def _judged(judgments: list[Judgment], outcome: Attempt, budget: _Budget) -> Decision:
@@ -106,35 +173,42 @@ def _judged(judgments: list[Judgment], outcome: Attempt, budget: _Budget) -> Dec
 def _held(rollout: RolloutState, outcome: Attempt, budget: _Budget) -> Decision:
     if rollout.approved(outcome.attempt):  # REC-25: exactly this attempt reopens
         return budget.counted_retry(outcome.attempt, "REC-25", outcome.kind)
-    return Decision("held", outcome.attempt, outcome.rule, outcome.kind, outcome.reason)
+    code = outcome.code
+    return Decision("held", outcome.attempt, _RULE[code], outcome.kind, _REASON[code])
 
 
 def _complete(outcome: Attempt) -> Decision:
-    score = {"graded": outcome.reward, "settled_zero": 0.0}.get(
-        outcome.reason, outcome.grade
-    )
-    if outcome.reason == "unscored":
+    reason = _REASON[outcome.code]
+    if reason == "graded":
+        score = outcome.reward
+    elif reason == "settled_zero":
+        score = 0.0
+    elif reason == "unscored":
         score = None
+    else:
+        score = outcome.grade
     return Decision(
-        "complete", outcome.attempt, outcome.rule, outcome.kind, outcome.reason, score
+        "complete", outcome.attempt, _RULE[outcome.code], outcome.kind, reason, score
     )
 
 
 def _infrastructure(outcome: Attempt, budget: _Budget) -> Decision:
     # REC-20.4d / 5c: counted, retry; at the cap a recorded grade stands (infra_cut).
-    if budget.counted >= budget.cap and outcome.grade is not None:
-        return Decision("complete", outcome.attempt, outcome.rule, outcome.kind,
+    rule = _RULE[outcome.code]
+    if budget.counted >= budget.limits.cap and outcome.grade is not None:
+        return Decision("complete", outcome.attempt, rule, outcome.kind,
                         "infra_cut", outcome.grade)  # fmt: skip
-    return budget.counted_retry(outcome.attempt, outcome.rule, outcome.kind)
+    return budget.counted_retry(outcome.attempt, rule, outcome.kind)
 
 
 def _by_action(rollout: RolloutState, outcome: Attempt, budget: _Budget) -> Decision:
-    attempt, rule, kind = outcome.attempt, outcome.rule, outcome.kind
-    action = outcome.action
+    code = outcome.code
+    action = _ACTION[code]
     if action == "complete":
         return _complete(outcome)
     if action == "held":
         return _held(rollout, outcome, budget)
+    attempt, rule, kind = outcome.attempt, _RULE[code], outcome.kind
     if action == "terminal":
         return Decision("terminal", attempt, rule, kind, "terminal")
     if action == "free":
@@ -142,7 +216,7 @@ def _by_action(rollout: RolloutState, outcome: Attempt, budget: _Budget) -> Deci
     if action == "retry":
         return budget.counted_retry(attempt, rule, kind)
     if action == "rejudge":
-        return budget.counted_rejudge(attempt, rule, kind, outcome.reason)
+        return budget.counted_rejudge(attempt, rule, kind, _REASON[code])
     return _infrastructure(outcome, budget)  # "infra"
 
 
@@ -156,20 +230,20 @@ def _omission(
 
 
 def _decide(
-    state: RunState, task: int, index: int, task_complete: Callable[[], bool]
+    limits: _Limits, rollout: RolloutState, task_complete: Callable[[], bool]
 ) -> Decision:
-    rollout = state.rollout(task, index)
-    outcome = rollout.selected()
-    if outcome is None:
-        return Decision("pending", 0, "REC-20.1", None, "pending")
-    budget = _Budget(state, rollout)
-    if not outcome.has_outcome:  # REC-4: reserved without outcome, an unknown attempt
+    if not rollout.attempts:
+        return _PENDING
+    outcome = rollout.attempts[-1]  # REC-1: the selected attempt
+    budget = _Budget(limits, rollout)
+    if outcome.code < 0:  # REC-4: reserved without outcome, an unknown attempt
         return budget.free_retry(outcome.attempt, "REC-20.1", None, "unknown")
-    if outcome.row_kind == "omission":
+    if _ACTION[outcome.code] == "omission":
         return _omission(rollout, outcome, budget, task_complete())
-    judgments = rollout.judgments_of(outcome.attempt)
-    if judgments:
-        return _judged(judgments, outcome, budget)
+    if rollout.judgments is not None:
+        judgments = rollout.judgments.get(outcome.attempt)
+        if judgments:
+            return _judged(judgments, outcome, budget)
     return _by_action(rollout, outcome, budget)
 
 
@@ -183,33 +257,44 @@ def _always() -> bool:
 
 def decide(state: RunState, task: int, rollout: int) -> Decision:
     """REC-20 on the rollout's selected attempt (``KeyError`` for an unknown key)."""
+    limits = _Limits.of(state)
 
     def task_complete() -> bool:
-        others = (r for r in state.rollouts[task] if r != rollout)
-        return any(_decide(state, task, r, _never).value == "complete" for r in others)
+        others = (s for r, s in state.rollouts[task].items() if r != rollout)
+        return any(_decide(limits, s, _never).value == "complete" for s in others)
 
-    return _decide(state, task, rollout, task_complete)
+    return _decide(limits, state.rollout(task, rollout), task_complete)
 
 
-def _omission_selected(state: RunState, task: int, index: int) -> bool:
-    selected = state.rollout(task, index).selected()
-    return (
-        selected is not None
-        and selected.has_outcome
-        and selected.row_kind == "omission"
-    )
+def _omission_selected(rollout: RolloutState) -> bool:
+    code = rollout.attempts[-1].code if rollout.attempts else -1
+    return code >= 0 and _ACTION[code] == "omission"
 
 
 def decide_all(state: RunState) -> dict[tuple[int, int], Decision]:
     """Every rollout's decision, in materialized order (omissions decided last)."""
-    decisions = {key: _decide(state, *key, _never) for key in state.ordered_keys()}
-    complete_tasks = {
-        task for (task, _), d in decisions.items() if d.value == "complete"
-    }
-    for key in decisions:
+    limits, shared = _Limits.of(state), dict[Decision, Decision]()
+    decisions: dict[tuple[int, int], Decision] = {}
+    omissions: list[tuple[tuple[int, int], RolloutState]] = []
+    complete_tasks: set[int] = set()
+    for key, rollout in state.ordered_rollouts():
+        decision = _decide(limits, rollout, _never)
+        # Equal decisions are one object (P-3: most rollouts share a handful;
+        # the table stops growing where scores are all distinct).
+        found = shared.get(decision)
+        if found is not None:
+            decision = found
+        elif len(shared) < _SHARED:
+            shared[decision] = decision
+        decisions[key] = decision
+        if decision.value == "complete":
+            complete_tasks.add(key[0])
+        elif _omission_selected(rollout):
+            omissions.append((key, rollout))
+    for key, rollout in omissions:
         # REC-35 before REC-25: an omission alongside a complete rollout is
         # accepted, approved or not (an approval reopens only a held one), so
         # every selected omission is decided again, as `decide` decides it.
-        if key[0] in complete_tasks and _omission_selected(state, *key):
-            decisions[key] = _decide(state, *key, _always)
+        if key[0] in complete_tasks:
+            decisions[key] = _decide(limits, rollout, _always)
     return decisions

@@ -32,6 +32,7 @@ from ledger.store import EventRow
 from ledger.stored import decode_row
 from projections.classify import CODES, OMISSION, classify
 from projections.state import (
+    CODE_SHIFT,
     LATE,
     MASKED,
     RESERVED,
@@ -39,6 +40,7 @@ from projections.state import (
     BudgetReset,
     DriftEntry,
     Judgment,
+    RolloutExtras,
     RolloutState,
     RunState,
 )
@@ -50,6 +52,7 @@ _POLICY_KINDS = ("run_created", "policy_changed")
 # hits without keeping many decoded facts alive (P-3). It is emptied when full.
 _CLASSIFIED_CACHE = 4096
 _MANIFEST_SKIP = {"identity", "policy", "index"}
+_FLAG_MASK = (1 << CODE_SHIFT) - 1
 
 #: What the fold keeps of an outcome's facts: its branch code and grade (under
 #: the fold's policy), reward, selected kind (interned), masked, wallclock.
@@ -133,9 +136,15 @@ def _ledger_policy(ledger: Any) -> RecoveryPolicy:
     The index (one entry per rollout) is decoded once, by the fold (P-4, P-5).
     A body that does not decode so is decoded in full, for its error.
     """
-    bodies: list[object] = []
-    path = ledger.paths.db
-    for row in ledger.raw_events(1, kinds=_POLICY_KINDS):
+    return _policy_of_rows(ledger.raw_events(1, kinds=_POLICY_KINDS), [], ledger)
+
+
+def _policy_of_rows(
+    rows: Iterable[EventRow], bodies: list[object], ledger: Any
+) -> RecoveryPolicy:
+    """``_ledger_policy`` over ``rows``, after the policy bodies ``bodies``."""
+    path = ledger.where
+    for row in rows:
         data = bytes(row.body)
         if row.kind == "run_created":
             try:
@@ -169,6 +178,10 @@ def replay(
         )
     else:
         fast = _has_fast_rows(events)
+        if fast and state is None and not use_snapshot and policy_override is None:
+            started = _replay_from_start(events)
+            if started is not None:
+                return started
         if policy_override is not None:
             policy = policy_override
         elif fast:
@@ -236,14 +249,55 @@ def _fold_rows(
     folded = state if state is not None else RunState()
     folded.policy = policy.to_json_dict()
     step = _Fold(folded, policy)
-
-    def row_at(seq: int) -> EventRow:
-        row: EventRow = next(iter(ledger.raw_events(seq)))
-        return row
-
-    last = step.fold_rows(ledger.rows_for_fold(from_seq), ledger.paths.db, row_at)
+    last = _fold_tail(step, ledger, from_seq)
     if last is not None:
-        step.at(last, bytes(row_at(last).hash))
+        step.at(last, _hash_at(ledger, last))
+    return folded
+
+
+def _row_at(ledger: Any, seq: int) -> EventRow:
+    row: EventRow = next(iter(ledger.raw_events(seq)))
+    return row
+
+
+def _hash_at(ledger: Any, seq: int) -> bytes:
+    return bytes(_row_at(ledger, seq).hash)
+
+
+def _fold_tail(step: _Fold, ledger: Any, from_seq: int) -> int | None:
+    """Fold the ledger's rows from ``from_seq``; the last seq folded, if any."""
+    rows = ledger.rows_for_fold(from_seq)
+    return step.fold_rows(rows, ledger.where, lambda seq: _row_at(ledger, seq))
+
+
+def _replay_from_start(ledger: Any) -> RunState | None:
+    """A full replay that reads and decodes ``run_created`` once (P-3).
+
+    Its body (one index entry per rollout, megabytes) gives both the head
+    policy and the fold's first step; a separate policy read would fetch it
+    twice. ``None`` when the first row is not a ``run_created`` that decodes:
+    the caller then replays as usual, which raises what it always raised.
+    """
+    first = next(iter(ledger.raw_events_at([1])), None)
+    if first is None or first.kind != "run_created":
+        return None
+    try:
+        body = _FAST_DECODER.decode(first.body)
+    except msgspec.DecodeError:
+        return None
+    first_hash = bytes(first.hash)
+    del first  # megabytes: nothing of them is kept (P-3's peak RSS)
+    if type(body) is not ev.RunCreated:
+        return None
+    later = ledger.raw_events(2, kinds=_POLICY_KINDS)
+    policy = _policy_of_rows(later, [body], ledger)
+    with gc_paused():
+        folded = RunState(policy=policy.to_json_dict())
+        step = _Fold(folded, policy)
+        step._run_created(body, 1, "")
+        del body  # the decoded index: the state keeps what it needs of it
+        last = _fold_tail(step, ledger, 2) or 1
+    step.at(last, first_hash if last == 1 else _hash_at(ledger, last))
     return folded
 
 
@@ -338,8 +392,9 @@ class _Fold:
                 rollout = None if by_rollout is None else by_rollout.get(body.rollout)
                 if rollout is not None:
                     record = rollout.add_attempt(body.attempt)
-                    if not record.flags & RESERVED:
-                        record.flags |= RESERVED
+                    bits = record.bits
+                    if not bits & RESERVED:
+                        record.bits = bits | RESERVED
                         record.seq = record.seq or seq  # an outcome's seq stays
             elif mode == _SAVED and type(body.facts) is msgspec.Raw:
                 key = bytes(body.facts)
@@ -386,9 +441,10 @@ class _Fold:
         for line, (task, rollout, offset, length, agent, rollout_id) in enumerate(
             body.index, start=1
         ):
+            extras = None if rollout_id is None else RolloutExtras(rollout_id)
             state.rollouts.setdefault(task, {})[rollout] = RolloutState(
-                line=line, offset=offset, length=lengths.setdefault(length, length),
-                agent=None if agent is None else intern(agent), rollout_id=rollout_id,
+                line, offset, lengths.setdefault(length, length),
+                agent=None if agent is None else intern(agent), extras=extras,
             )  # fmt: skip
 
     def _legacy_imported(self, body: ev.LegacyImported, seq: int, at: str) -> None:
@@ -464,8 +520,9 @@ class _Fold:
         rollout = None if by_rollout is None else by_rollout.get(body.rollout)
         if rollout is not None:
             record = rollout.add_attempt(body.attempt)
-            if not record.flags & RESERVED:
-                record.flags |= RESERVED
+            bits = record.bits
+            if not bits & RESERVED:
+                record.bits = bits | RESERVED
                 record.seq = record.seq or seq  # an outcome's seq stays
 
     def _outcome(
@@ -486,11 +543,10 @@ class _Fold:
         if record is None:
             return
         code, grade, reward, kind, masked, wallclock = outcome
-        record.code, record.grade, record.reward, record.kind = (
-            code, grade, reward, kind,
-        )  # fmt: skip
-        if masked:
-            record.flags |= MASKED
+        # The branch code and the flags share one int (state.Attempt.bits).
+        flags = record.bits & _FLAG_MASK | (MASKED if masked else 0)
+        record.bits = (code + 1) << CODE_SHIFT | flags
+        record.grade, record.reward, record.kind = grade, reward, kind
         if wallclock is not None and (
             rollout.wallclock is None or wallclock > rollout.wallclock
         ):
@@ -521,7 +577,7 @@ class _Fold:
             return None
         record.seq = seq
         if rollout.attempts[-1] is not record:
-            record.flags |= LATE  # REC-2: superseded, shown in history only
+            record.bits |= LATE  # REC-2: superseded, shown in history only
             rollout.superseded += 1
         return record
 

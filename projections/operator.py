@@ -122,7 +122,7 @@ def reset_budget(ledger: Ledger, *, reason: str, actor: str) -> OperatorResult:
             + "\n".join(f"  {finding}" for finding in problems)
         )
     state = replay(ledger)
-    sidecar = ledger.paths.relative(ledger.paths.sidecar)
+    sidecar = ledger.files.names.sidecar
     lines = ledger.write_index().end_of(sidecar).lines  # verified: the file's lines
     body = FailureBudgetReset(
         excluded_lines=lines, before_seq=state.as_of_seq, reason=reason

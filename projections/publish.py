@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ledger import Ledger, LedgerError, RunLock, atomic_replace
+from ledger import Ledger, LedgerError, RunLock
 from ledger.files import canonical_json
 from projections.coverage import coverage
 from projections.decide import Decision
@@ -67,13 +67,12 @@ def publish(
     ``lock`` lets a caller that holds the run lock publish through a reader
     ledger (an import must not run a writer's EV-12 repair, REC-70).
     """
-    held = lock is not None and lock.held and lock.paths.out == ledger.paths.out
+    held = lock is not None and lock.held and lock.target == ledger.target
     if not ledger.writable and not held:
         raise LedgerError("publishing needs the run lock; a reader never writes")
-    folder = ledger.paths.ledger_dir
     # ID-32: the identity first, so a crash between the two leaves a pair whose
     # digests disagree, which ID-33 ignores.
     # The JSON files are canonical_json, the bytes publish_json writes (EV-31).
     for name, data in rendered_files(state, decisions).items():
         if data is not None:
-            atomic_replace(folder / name, data)
+            ledger.files.publish(name, data)

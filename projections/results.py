@@ -9,13 +9,13 @@ duplicates and retried masked rows never appear.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import msgspec
 
 from ledger import CorruptLedger, Ledger
 from ledger.events import Location
+from ledger.run_files import RowReader, RunFiles
 from projections.decide import Decision, decide_all
 from projections.state import RolloutState, RunState
 
@@ -45,20 +45,20 @@ def _locations(ledger: Ledger, wanted: set[int]) -> dict[int, Location]:
     return found
 
 
-def _read(
-    folder: Path, handles: dict[str, IO[bytes]], where: Location
-) -> dict[str, Any]:
-    if where.file not in handles:
-        handles[where.file] = (folder / where.file).open("rb")
-    handle = handles[where.file]
-    handle.seek(where.offset)
+def _read(files: RunFiles, reader: RowReader, where: Location) -> dict[str, Any]:
+    data = reader.read_at(where.file, where.offset, where.length)
+    if data is None:
+        raise CorruptLedger(
+            f"{files.describe(where.file)} is missing; run `rollout-ledger verify`",
+            path=files.describe(where.file),
+        )
     try:
-        return _DECODER.decode(handle.read(where.length))
+        return _DECODER.decode(data)
     except msgspec.DecodeError as exc:
         raise CorruptLedger(
             f"the row at byte {where.offset} of {where.file} no longer decodes "
             f"({exc}); run `rollout-ledger verify`",
-            path=folder / where.file,
+            path=files.describe(where.file),
         ) from exc
 
 
@@ -89,21 +89,18 @@ def selected_results(
         if decision.value == "complete" or all
     }
     locations = _locations(ledger, {seq for seq in sources.values() if seq is not None})
-    handles: dict[str, IO[bytes]] = {}
-    try:
+    files = ledger.files
+    with files.reader() as reader:
         for key, seq in sources.items():
             rollout = state.rollout(*key)
             if seq is not None and seq in locations:
-                row = _read(ledger.paths.folder, handles, locations[seq])
+                row = _read(files, reader, locations[seq])
             else:
                 where = Location(
-                    file=ledger.paths.materialized.name,
+                    file=files.names.materialized,
                     offset=rollout.offset,
                     length=rollout.length,
                     row_sha256="0" * 64,
                 )
-                row = _read(ledger.paths.folder, handles, where)
+                row = _read(files, reader, where)
             yield _scored(row, decisions[key])
-    finally:
-        for handle in handles.values():
-            handle.close()

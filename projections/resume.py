@@ -38,18 +38,18 @@ def read_materialized(
 ) -> list[dict[str, Any]]:
     """The materialized rows of ``keys``, stamped with attempt and run id (REC-56)."""
     rows = []
-    path = ledger.paths.materialized
-    with path.open("rb") as handle:
+    name = ledger.files.names.materialized
+    with ledger.files.reader() as reader:
         for task, index, attempt in keys:
             rollout = state.rollout(task, index)
-            handle.seek(rollout.offset)
-            data = handle.read(rollout.length)
+            data = reader.read_at(name, rollout.offset, rollout.length) or b""
             try:
                 row = _ROW_DECODER.decode(data)
             except msgspec.DecodeError as exc:
+                where = ledger.files.describe(name)
                 raise CorruptLedger(
-                    f"line {rollout.line} of {path} does not decode: {exc}",
-                    path=path,
+                    f"line {rollout.line} of {where} does not decode: {exc}",
+                    path=where,
                     line=rollout.line,
                 ) from exc
             row["_ng_attempt_index"] = attempt

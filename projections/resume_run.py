@@ -165,9 +165,7 @@ def resume(
     if not dry_run and not ledger.writable:
         raise LedgerError("resume writes to the run: open it with the held RunLock")
     state = replay(ledger)
-    current = current_manifest(
-        ledger.paths, state, config, global_config, source=source
-    )
+    current = current_manifest(ledger, state, config, global_config, source=source)
     verdict = gate(state, current, allow_unsafe=allow_unsafe)
     if verdict.refusal is not None:
         raise verdict.refusal

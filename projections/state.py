@@ -10,6 +10,7 @@ the garbage collector (P-3: a million events replay within 200 MiB).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -17,6 +18,7 @@ import msgspec
 from projections.classify import BRANCHES, Branch
 
 __all__ = [
+    "CODE_SHIFT",
     "LATE",
     "MASKED",
     "RESERVED",
@@ -24,6 +26,7 @@ __all__ = [
     "BudgetReset",
     "DriftEntry",
     "Judgment",
+    "RolloutExtras",
     "RolloutState",
     "RunState",
 ]
@@ -33,6 +36,9 @@ __all__ = [
 MASKED = 1  # the outcome is a masked result (REC-41's "masked")
 LATE = 2  # REC-2: the outcome arrived after a newer attempt was allocated
 RESERVED = 4  # the attempt was reserved (an import records outcomes without)
+#: ``Attempt.bits`` holds ``(code + 1) << CODE_SHIFT | flags``.
+CODE_SHIFT = 3
+_FLAG_MASK = (1 << CODE_SHIFT) - 1
 
 _ROW_KINDS = {"REC-20.2": "omission", "REC-20.4": "result", "REC-20.5": "failure"}
 # Each branch's fields, indexed by Attempt.code; the booleans end with the
@@ -45,7 +51,7 @@ _COUNTED = (*(branch.counted for branch in BRANCHES), False)
 _FREE = (*(branch.free for branch in BRANCHES), False)
 
 
-class Attempt(msgspec.Struct, array_like=True, gc=False):
+class Attempt(msgspec.Struct, array_like=True, omit_defaults=True, gc=False):
     """One attempt of a rollout: its reservation and its first outcome (REC-1).
 
     Compact on purpose (P-3: a million events in 200 MiB): one seq per attempt
@@ -53,31 +59,51 @@ class Attempt(msgspec.Struct, array_like=True, gc=False):
     and REC-16 count by, the reservation's what REC-3 and REC-4 read while
     there is no outcome); the outcome as its REC-20 branch (an index in
     ``classify.BRANCHES``, classified under the policy in force at the head),
-    its kind and its two scores. The branch's fields read through properties.
+    its kind and its two scores. The branch code and the flags share one int
+    (``bits``, below 256 while there are fewer than 32 branches, so CPython
+    shares the object); ``code`` and ``flags`` read and write it. The branch's
+    fields read through properties.
     """
 
     attempt: int
     seq: int = 0  # the first outcome's seq (REC-1), else the reservation's
-    code: int = -1  # the outcome's branch in classify.BRANCHES; -1: no outcome
-    flags: int = 0  # RESERVED, MASKED, LATE
+    bits: int = 0  # (code + 1) << CODE_SHIFT | flags; 0: no outcome, no flag
     kind: str | None = None  # the selected failure kind (ROW-20)
     grade: float | None = None  # ROW-12's recorded grade, for 4d/5a/5d scoring
     reward: float | None = None
 
     @property
+    def code(self) -> int:
+        """The outcome's branch in ``classify.BRANCHES``; -1: no outcome."""
+        return (self.bits >> CODE_SHIFT) - 1
+
+    @code.setter
+    def code(self, code: int) -> None:
+        self.bits = (code + 1) << CODE_SHIFT | self.bits & _FLAG_MASK
+
+    @property
+    def flags(self) -> int:
+        """``RESERVED``, ``MASKED`` and ``LATE``, or-ed."""
+        return self.bits & _FLAG_MASK
+
+    @flags.setter
+    def flags(self, flags: int) -> None:
+        self.bits = self.bits & ~_FLAG_MASK | flags
+
+    @property
     def has_outcome(self) -> bool:
         """Whether an outcome was recorded for this attempt."""
-        return self.code >= 0
+        return self.bits >> CODE_SHIFT != 0
 
     @property
     def unknown(self) -> bool:
         """REC-4: reserved, and no outcome (yet)."""
-        return self.code < 0 and self.flags & RESERVED != 0
+        return self.bits >> CODE_SHIFT == 0 and self.bits & RESERVED != 0
 
     @property
     def reserved(self) -> bool:
         """Whether the attempt was reserved."""
-        return self.flags & RESERVED != 0
+        return self.bits & RESERVED != 0
 
     @property
     def branch(self) -> Branch:
@@ -129,12 +155,12 @@ class Attempt(msgspec.Struct, array_like=True, gc=False):
     @property
     def masked(self) -> bool:
         """Whether the outcome is a masked result."""
-        return self.flags & MASKED != 0
+        return self.bits & MASKED != 0
 
     @property
     def late(self) -> bool:
         """REC-2: arrived after a newer attempt was allocated (superseded)."""
-        return self.flags & LATE != 0
+        return self.bits & LATE != 0
 
 
 class Judgment(msgspec.Struct, array_like=True, gc=False):
@@ -148,25 +174,79 @@ class Judgment(msgspec.Struct, array_like=True, gc=False):
     failure_kind: str | None = None
 
 
-class RolloutState(msgspec.Struct, gc=False):
+class RolloutExtras(msgspec.Struct, array_like=True, omit_defaults=True, gc=False):
+    """What few rollouts have: an explicit id, duplicates, judgments, approvals."""
+
+    rollout_id: str | None = None
+    duplicates: int = 0
+    superseded: int = 0
+    judgments: dict[int, list[Judgment]] | None = None
+    approvals: dict[int, int] | None = None  # attempt -> seq of its approval
+
+
+class RolloutState(msgspec.Struct, array_like=True, omit_defaults=True, gc=False):
     """Everything the log says about one rollout ``(task, rollout)``.
 
     ``attempts`` holds one record per attempt reserved or with an outcome,
-    sorted by attempt number; ``outcomes`` is a view of it.
-    Judgments and approvals are rare, so they stay ``None`` until the first.
+    sorted by attempt number (a tuple: smaller than a list, P-3); ``outcomes``
+    is a view of it. What few rollouts have (an explicit id, duplicates,
+    superseded outcomes, judgments and approvals) lives in ``extras``, ``None``
+    until the first, and reads through properties.
     """
 
     line: int  # 1-based position in the materialized inputs
     offset: int
     length: int
+    attempts: tuple[Attempt, ...] = ()
     agent: str | None = None
-    rollout_id: str | None = None
-    attempts: list[Attempt] = []
-    duplicates: int = 0
-    superseded: int = 0
     wallclock: float | None = None  # the longest recorded (REC-56, longest first)
-    judgments: dict[int, list[Judgment]] | None = None
-    approvals: dict[int, int] | None = None  # attempt -> seq of its approval
+    extras: RolloutExtras | None = None
+
+    def _extras(self) -> RolloutExtras:
+        if self.extras is None:
+            self.extras = RolloutExtras()
+        return self.extras
+
+    @property
+    def rollout_id(self) -> str | None:
+        """The explicit ``_ng_rollout_id`` (ROW-24), if the row had one."""
+        return None if self.extras is None else self.extras.rollout_id
+
+    @property
+    def duplicates(self) -> int:
+        """REC-1: outcomes after the first of an attempt (ignored)."""
+        return 0 if self.extras is None else self.extras.duplicates
+
+    @duplicates.setter
+    def duplicates(self, count: int) -> None:
+        self._extras().duplicates = count
+
+    @property
+    def superseded(self) -> int:
+        """REC-2: first outcomes that arrived after a newer attempt."""
+        return 0 if self.extras is None else self.extras.superseded
+
+    @superseded.setter
+    def superseded(self, count: int) -> None:
+        self._extras().superseded = count
+
+    @property
+    def judgments(self) -> dict[int, list[Judgment]] | None:
+        """Attempt -> its judge admissions in log order; ``None`` before the first."""
+        return None if self.extras is None else self.extras.judgments
+
+    @judgments.setter
+    def judgments(self, judgments: dict[int, list[Judgment]] | None) -> None:
+        self._extras().judgments = judgments
+
+    @property
+    def approvals(self) -> dict[int, int] | None:
+        """Attempt -> the seq of its approval (REC-25); ``None`` before the first."""
+        return None if self.extras is None else self.extras.approvals
+
+    @approvals.setter
+    def approvals(self, approvals: dict[int, int] | None) -> None:
+        self._extras().approvals = approvals
 
     def selected(self) -> Attempt | None:
         """REC-1: the highest attempt reserved or with an outcome (latest_allocated)."""
@@ -188,22 +268,20 @@ class RolloutState(msgspec.Struct, gc=False):
     def add_attempt(self, number: int) -> Attempt:
         """The record of attempt ``number``, created in its place when new."""
         attempts = self.attempts
-        if attempts:  # the common cases first: the newest, or a newer one (P-3)
-            newest = attempts[-1]
-            if newest.attempt == number:
-                return newest
-            if newest.attempt < number:
-                record = Attempt(number)
-                attempts.append(record)
-                return record
+        if not attempts or attempts[-1].attempt < number:  # the common cases (P-3)
+            record = Attempt(number)
+            self.attempts = (*attempts, record)
+            return record
+        if attempts[-1].attempt == number:
+            return attempts[-1]
         found = self.attempt(number)
         if found is not None:
             return found
         record = Attempt(number)
-        index = len(self.attempts)
-        while index and self.attempts[index - 1].attempt > number:
+        index = len(attempts)
+        while index and attempts[index - 1].attempt > number:
             index -= 1
-        self.attempts.insert(index, record)
+        self.attempts = (*attempts[:index], record, *attempts[index:])
         return record
 
     @property
@@ -213,17 +291,20 @@ class RolloutState(msgspec.Struct, gc=False):
 
     def judgments_of(self, attempt: int) -> list[Judgment]:
         """The judge admissions on ``attempt``, in log order."""
-        return [] if self.judgments is None else self.judgments.get(attempt, [])
+        judgments = self.judgments
+        return [] if judgments is None else judgments.get(attempt, [])
 
     def all_judgments(self) -> list[Judgment]:
         """Every judge admission of the rollout."""
-        if self.judgments is None:
+        judgments = self.judgments
+        if judgments is None:
             return []
-        return [j for judgments in self.judgments.values() for j in judgments]
+        return [j for listed in judgments.values() for j in listed]
 
     def approved(self, attempt: int) -> bool:
         """REC-25: whether an approval names ``attempt``."""
-        return self.approvals is not None and attempt in self.approvals
+        approvals = self.approvals
+        return approvals is not None and attempt in approvals
 
 
 class DriftEntry(msgspec.Struct, frozen=True):
@@ -280,12 +361,29 @@ class RunState(msgspec.Struct):
 
     def ordered_keys(self) -> list[tuple[int, int]]:
         """Every rollout key in materialized order."""
-        pairs = [
-            (state.line, task, rollout)
+        return [key for key, _ in self.ordered_rollouts()]
+
+    def ordered_rollouts(self) -> Iterator[tuple[tuple[int, int], RolloutState]]:
+        """Every ``((task, rollout), state)`` in materialized order."""
+        pairs = (
+            ((task, rollout), state)
             for task, by_rollout in self.rollouts.items()
             for rollout, state in by_rollout.items()
-        ]
-        return [(task, rollout) for _, task, rollout in sorted(pairs)]
+        )
+        # The fold adds rollouts in materialized order, so they usually are in
+        # order already: then nothing is sorted or held (P-3).
+        if self._in_line_order():
+            return pairs
+        return iter(sorted(pairs, key=lambda pair: (pair[1].line, pair[0])))
+
+    def _in_line_order(self) -> bool:
+        previous = 0
+        for by_rollout in self.rollouts.values():
+            for state in by_rollout.values():
+                if state.line <= previous:
+                    return False
+                previous = state.line
+        return True
 
     @property
     def expected(self) -> int:

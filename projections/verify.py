@@ -10,15 +10,16 @@ nothing is modified.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import msgspec
 
 from ledger import Ledger, LedgerError
 from ledger.events import Location
 from ledger.policy_log import policy_from_json
+from ledger.run_files import ChunkReader, RunFiles
 from projections.fold import replay
 from projections.publish import rendered_files
 from projections.state import RunState
@@ -63,48 +64,51 @@ def _locations(ledger: Ledger) -> dict[str, list[tuple[int, int, str, int]]]:
 
 
 def _check_file(
-    path: Path, file: str, rows: list[tuple[int, int, str, int]]
+    files: RunFiles, file: str, rows: list[tuple[int, int, str, int]]
 ) -> Iterator[Finding]:
-    if not path.exists():
+    chunks = files.chunks(file)
+    try:
+        first = next(chunks, b"")
+    except FileNotFoundError:
         yield Finding(
             "rows", f"missing, but {len(rows)} recorded rows are in it", file=file
         )
         return
+    handle = ChunkReader(itertools.chain([first], chunks))
     line, position = 1, 0
-    with path.open("rb") as handle:
-        for offset, length, digest, seq in sorted(rows):
-            while position < offset:  # count the lines before this row
-                chunk = handle.read(min(_CHUNK, offset - position))
-                if not chunk:
-                    break
-                line += chunk.count(b"\n")
-                position += len(chunk)
-            data = handle.read(length)
-            position += len(data)
-            if len(data) < length:
-                yield Finding(
-                    "rows",
-                    f"the row of seq {seq} is missing (file truncated)",
-                    seq=seq,
-                    file=file,
-                    line=line,
-                )
-                return
-            if hashlib.sha256(data).hexdigest() != digest:
-                yield Finding(
-                    "rows",
-                    f"the row of seq {seq} changed since it was recorded",
-                    seq=seq,
-                    file=file,
-                    line=line,
-                )
-            line += data.count(b"\n")
+    for offset, length, digest, seq in sorted(rows):
+        while position < offset:  # count the lines before this row
+            chunk = handle.read(min(_CHUNK, offset - position))
+            if not chunk:
+                break
+            line += chunk.count(b"\n")
+            position += len(chunk)
+        data = handle.read(length)
+        position += len(data)
+        if len(data) < length:
+            yield Finding(
+                "rows",
+                f"the row of seq {seq} is missing (file truncated)",
+                seq=seq,
+                file=file,
+                line=line,
+            )
+            return
+        if hashlib.sha256(data).hexdigest() != digest:
+            yield Finding(
+                "rows",
+                f"the row of seq {seq} changed since it was recorded",
+                seq=seq,
+                file=file,
+                line=line,
+            )
+        line += data.count(b"\n")
 
 
 def _rows(ledger: Ledger) -> list[Finding]:
     findings: list[Finding] = []
     for file, rows in sorted(_locations(ledger).items()):
-        findings.extend(_check_file(ledger.paths.folder / file, file, rows))
+        findings.extend(_check_file(ledger.files, file, rows))
     return findings
 
 
@@ -138,18 +142,20 @@ def _refold(ledger: Ledger) -> tuple[RunState | None, list[Finding]]:
 
 
 def _materialized(ledger: Ledger, state: RunState) -> list[Finding]:
-    path = ledger.paths.materialized
+    name = ledger.files.names.materialized
     expected = state.manifest.get("materialized_digest")
+    digest = hashlib.sha256()
     try:
-        actual = hashlib.sha256(path.read_bytes()).hexdigest()
+        for chunk in ledger.files.chunks(name):
+            digest.update(chunk)
     except OSError as exc:
-        return [Finding("inputs", f"cannot read it ({exc.strerror})", file=path.name)]
-    if actual != expected:
+        return [Finding("inputs", f"cannot read it ({exc.strerror})", file=name)]
+    if digest.hexdigest() != expected:
         return [
             Finding(
                 "inputs",
                 "its sha256 is not the manifest's materialized_digest",
-                file=path.name,
+                file=name,
             )
         ]
     return []
@@ -157,36 +163,35 @@ def _materialized(ledger: Ledger, state: RunState) -> list[Finding]:
 
 def _published(ledger: Ledger, state: RunState) -> list[Finding]:
     findings: list[Finding] = []
-    folder = ledger.paths.ledger_dir
     for name, expected in rendered_files(state).items():
-        path = folder / name
         if name == "coverage.json":
-            findings.extend(_coverage_file(ledger, path))
+            findings.extend(_coverage_file(ledger, name))
             continue
-        actual = path.read_bytes() if path.exists() else None
+        actual = ledger.files.read_published(name)
         if actual != expected and (expected or actual):
             what = "missing" if actual is None else "does not match the log"
             fix = "rewrite it with `rollout-ledger status --publish`"
-            findings.append(Finding("published", f"{what}; {fix}", file=path.name))
+            findings.append(Finding("published", f"{what}; {fix}", file=name))
     return findings
 
 
-def _coverage_file(ledger: Ledger, path: Path) -> list[Finding]:
+def _coverage_file(ledger: Ledger, name: str) -> list[Finding]:
     # events.md: coverage.json must match the projection at its own as_of_seq.
     fix = "rewrite it with `rollout-ledger status --publish`"
+    data = ledger.files.read_published(name)
     try:
-        saved = msgspec.json.decode(path.read_bytes())
+        saved = msgspec.json.decode(data or b"")
         as_of = int(saved["as_of_seq"])
-    except (OSError, msgspec.DecodeError, KeyError, TypeError, ValueError):
-        return [Finding("published", f"missing or unreadable; {fix}", file=path.name)]
+    except (msgspec.DecodeError, KeyError, TypeError, ValueError):
+        return [Finding("published", f"missing or unreadable; {fix}", file=name)]
     events = [e for e in ledger.events() if e.seq <= as_of]
     at_seq = rendered_files(replay(events))["coverage.json"]
-    if at_seq != path.read_bytes():
+    if at_seq != data:
         return [
             Finding(
                 "published",
                 f"does not match the log at seq {as_of}; {fix}",
-                file=path.name,
+                file=name,
             )
         ]
     return []

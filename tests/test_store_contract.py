@@ -58,18 +58,23 @@ from ledger.pg_store import NewRow, PostgresStore
 from ledger.run_url import STORE_ENV, RunUrl, is_run_url, resolve_run
 from ledger.store import SCHEMA_VERSION, NewEvent, SQLiteStore
 from ledger.stored import decode_row
+from tests.pg_server import PG_ENV, pg_conninfo
 from tests.strategies import event_of
 
 Store = SQLiteStore | PostgresStore
 
-PG_ENV = "ROLLOUT_LEDGER_TEST_PG"
-PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/test"
-TABLES = ("events", "rows", "snapshots", "releases", "reservations", "run_locks")
+TABLES = (
+    "events",
+    "rows",
+    "snapshots",
+    "releases",
+    "reservations",
+    "run_locks",
+    "file_bytes",
+    "file_ends",
+    "published",
+)
 AT = "2026-01-01T00:00:00.000000Z"
-
-
-def pg_conninfo() -> str:
-    return os.environ.get(PG_ENV, PG_DEFAULT)
 
 
 def require_server(conninfo: str, *, environ: Mapping[str, str]) -> None:
