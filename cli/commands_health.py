@@ -86,13 +86,13 @@ def doctor(out: Path) -> None:
     Example:
       rollout-ledger doctor results/rollouts.jsonl
     """
-    from cli.doctor import (
+    from ledger import ConfigError, LedgerError
+    from ledger.doctor import (
         flock_check,
         free_space_check,
         lock_holder_check,
         wal_check,
     )
-    from ledger import ConfigError, LedgerError
     from ledger.paths import RunPaths  # library gap: RunPaths is not exported
 
     if isinstance(out, str):  # a run on PostgreSQL (SC-1)

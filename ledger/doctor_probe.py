@@ -1,4 +1,4 @@
-"""The second process of ``doctor`` (EV-42): ``python -m cli.doctor_probe CHECK PATH``.
+"""The second process of ``doctor`` (EV-42): ``python -m ledger.doctor_probe``.
 
 ``flock PATH`` prints ``locked`` when an exclusive, non-blocking flock on PATH
 succeeds (and releases it at once), else ``blocked``; ``head OUT`` prints the

@@ -2,7 +2,7 @@
 
 ``flock`` must hold across processes, SQLite's WAL mode needs shared memory that
 some network filesystems lack, and a run needs free space. Each check returns
-a :class:`Check`; the second process is ``python -m cli.doctor_probe``.
+a :class:`Check`; the second process is ``python -m ledger.doctor_probe``.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class Check:
 
 def _probe(*args: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-m", "cli.doctor_probe", *args],
+        [sys.executable, "-m", "ledger.doctor_probe", *args],
         capture_output=True,
         text=True,
         timeout=60,
