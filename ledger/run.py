@@ -39,7 +39,7 @@ from ledger.run_reading import ReadingMixin
 from ledger.run_url import is_run_url, require_postgres
 from ledger.store import NewEvent, SQLiteStore
 from ledger.store_api import EventStore
-from ledger.write_index import INDEX_KINDS, WriteIndex
+from ledger.write_index import INDEX_CODE_VERSION, INDEX_KINDS, WriteIndex
 
 __all__ = ["Ledger", "ManifestLike", "PolicyLike"]
 
@@ -209,11 +209,38 @@ class Ledger(ReadingMixin, RecordingMixin):
     def _append_as(self, bodies: Sequence[Event], actor: str) -> list[StoredEvent]:
         return self.append_many(bodies, actor=actor)
 
+    #: A writer's open stores its write index once this many events were
+    #: folded past the stored one (EV-14: an optimization, never the truth).
+    index_snapshot_every = 10_000
+
     def write_index(self) -> WriteIndex:
-        """Fold the bookkeeping of releases, reservations and file ends (REC-3)."""
-        index = WriteIndex()
-        self._index_seq = self._fold_index(index, 1)
+        """Fold the bookkeeping of releases, reservations and file ends (REC-3).
+
+        Starts from the stored index when its event is still in the log with
+        the same hash, and folds only the events after it; a writer stores a
+        new one when that tail was long (a restarting collector then reads
+        the tail of a long log, not all of it).
+        """
+        index, start = self._stored_index()
+        last = self._index_seq = self._fold_index(index, start)
+        if self.writable and last - start + 1 >= self.index_snapshot_every:
+            self._store.save_snapshot(
+                last,
+                self._store.hash_at(last) or b"",
+                INDEX_CODE_VERSION,
+                "",
+                index.encode(),
+            )
         return index
+
+    def _stored_index(self) -> tuple[WriteIndex, int]:
+        found = self.load_snapshot(INDEX_CODE_VERSION, "")
+        if found is None:
+            return WriteIndex(), 1
+        try:
+            return WriteIndex.decode(found[2]), found[0] + 1
+        except msgspec.DecodeError:
+            return WriteIndex(), 1  # a damaged snapshot is ignored, never trusted
 
     def _fold_index(self, index: WriteIndex, from_seq: int) -> int:
         """Fold the index kinds from ``from_seq``; the last seq folded (or before)."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from ledger.errors import ConfigError, CorruptLedger, LedgerError
 from ledger.events import Location
@@ -40,6 +41,7 @@ PUBLISHED_NAMES = (
     "failure_budget.log",
 )
 _BATCH = 5000
+_GAP_CHUNK = 1 << 20
 
 
 def _new_events(rows: Sequence[EventRow]) -> list[NewEvent]:
@@ -172,14 +174,18 @@ def import_into_store(source: Ledger, url: RunUrl | str) -> tuple[int, bytes]:
     folder = source.paths.folder
 
     def fill(store: PostgresStore) -> None:
-        covered: dict[str, list[tuple[int, int]]] = {}
-        for batch in _batches(source.raw_events(2)):
-            rows = [_row_of(row, folder, covered) for row in batch]
-            store.append_in_transaction(_new_events(batch), rows=rows)
+        rows = _RowSource(folder)
+        try:
+            for batch in _batches(source.raw_events(2)):
+                located = [rows.row_of(row) for row in batch]
+                store.append_in_transaction(_new_events(batch), rows=located)
+        finally:
+            rows.close()
         names = source.files.names
         store.put_file_bytes(names.materialized, _materialized_pieces(source))
         for name in (names.out, names.sidecar):
-            store.put_file_bytes(name, _gaps(folder / name, covered.get(name, [])))
+            covered = rows.covered.get(name, [])
+            store.put_file_bytes(name, _gaps(folder / name, covered))
         store.set_file_ends(
             {
                 names.materialized: [source.paths.materialized.stat().st_size, 0],
@@ -207,41 +213,67 @@ def import_into_store(source: Ledger, url: RunUrl | str) -> tuple[int, bytes]:
     return copied
 
 
-def _row_of(
-    row: EventRow, folder: Path, covered: dict[str, list[tuple[int, int]]]
-) -> NewRow | None:
-    where = getattr(decode_row(row).body, "location", None)
-    if not isinstance(where, Location):
-        return None
-    with (folder / where.file).open("rb") as handle:
+_LOCATED_KINDS = frozenset(
+    {"result_saved", "failure_saved", "omission_saved", "judge_outcome_saved"}
+)
+
+
+class _RowSource:
+    """Reads each recorded row from the source's files, keeping them open."""
+
+    def __init__(self, folder: Path) -> None:
+        self._folder = folder
+        self._handles: dict[str, BinaryIO] = {}
+        #: ``{file: [(offset, length), ...]}`` of every row read.
+        self.covered: dict[str, list[tuple[int, int]]] = {}
+
+    def row_of(self, row: EventRow) -> NewRow | None:
+        if row.kind not in _LOCATED_KINDS:
+            return None
+        where = getattr(decode_row(row).body, "location", None)
+        if not isinstance(where, Location):
+            return None
+        handle = self._handles.get(where.file)
+        if handle is None:
+            handle = self._handles[where.file] = (self._folder / where.file).open("rb")
         handle.seek(where.offset)
         data = handle.read(where.length)
-    covered.setdefault(where.file, []).append((where.offset, where.length))
-    return NewRow(where.file, where.offset, data)
+        self.covered.setdefault(where.file, []).append((where.offset, where.length))
+        return NewRow(where.file, where.offset, data)
+
+    def close(self) -> None:
+        for handle in self._handles.values():
+            handle.close()
 
 
 def _materialized_pieces(source: Ledger) -> Iterator[tuple[int, bytes]]:
+    """Each materialized row as a piece (point reads by offset), then any rest."""
     created = source.run_created()
     with source.paths.materialized.open("rb") as handle:
-        data = handle.read()
-    end = 0
-    for entry in created.index:
-        offset, length = entry[2], entry[3]
-        yield offset, data[offset : offset + length]
-        end = max(end, offset + length)
-    if end < len(data):
-        yield end, data[end:]
+        end = 0
+        for entry in created.index:
+            offset, length = entry[2], entry[3]
+            handle.seek(offset)
+            yield offset, handle.read(length)
+            end = max(end, offset + length)
+        handle.seek(end)
+        rest = handle.read()
+        if rest:
+            yield end, rest
 
 
 def _gaps(path: Path, rows: list[tuple[int, int]]) -> Iterator[tuple[int, bytes]]:
-    """The bytes of ``path`` that no recorded row covers, as pieces."""
+    """The bytes of ``path`` that no recorded row covers, as pieces, streamed."""
     if not path.exists():
         return
-    data = path.read_bytes()
-    position = 0
-    for offset, length in sorted(rows):
-        if offset > position:
-            yield position, data[position:offset]
-        position = max(position, offset + length)
-    if position < len(data):
-        yield position, data[position:]
+    with path.open("rb") as handle:
+        position = 0
+        for offset, length in sorted(rows):
+            if offset > position:
+                handle.seek(position)
+                yield position, handle.read(offset - position)
+            position = max(position, offset + length)
+        handle.seek(position)
+        while chunk := handle.read(_GAP_CHUNK):
+            yield position, chunk
+            position += len(chunk)

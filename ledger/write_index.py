@@ -7,9 +7,13 @@ closed, and where each collector file's recorded bytes end (EV-12).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from ledger.events import (
     AttemptReserved,
@@ -26,7 +30,7 @@ from ledger.events import (
     StoredEvent,
 )
 
-__all__ = ["Attempt", "FileEnd", "WriteIndex"]
+__all__ = ["INDEX_CODE_VERSION", "Attempt", "FileEnd", "WriteIndex"]
 
 Attempt = tuple[int, int, int]
 
@@ -43,6 +47,33 @@ INDEX_KINDS = (
     "failure_saved",
     "omission_saved",
 )
+
+
+def _code_version() -> str:
+    # The fold below and the event Structs it reads decide what a stored index
+    # means; a change to either makes older index snapshots unused (EV-14).
+    here = Path(__file__)
+    digest = hashlib.sha256(here.read_bytes())
+    digest.update((here.parent / "events.py").read_bytes())
+    return "write-index/" + digest.hexdigest()[:32]
+
+
+#: The snapshot key of a stored write index (``snapshots.code_version``).
+INDEX_CODE_VERSION = _code_version()
+
+
+class _Stored(msgspec.Struct, array_like=True):
+    """A write index as stored: every set sorted, so equal indexes give equal bytes."""
+
+    run_id: str
+    keys: list[tuple[int, int, int]]
+    released: list[Attempt]
+    released_by_key: list[tuple[int, int, int]]
+    released_rejudge: list[Attempt]
+    reserved: list[Attempt]
+    admitted_since_release: list[Attempt]
+    open_admissions: list[tuple[str, Attempt]]
+    ends: list[tuple[str, int, int]]
 
 
 @dataclass
@@ -74,6 +105,39 @@ class WriteIndex:
         for event in events:
             index.apply(event.body)
         return index
+
+    def encode(self) -> bytes:
+        """The index as deterministic bytes (for its snapshot, EV-14)."""
+        stored = _Stored(
+            run_id=self.run_id,
+            keys=sorted((t, r, line) for (t, r), line in self.keys.items()),
+            released=sorted(self.released),
+            released_by_key=sorted(
+                (t, r, a) for (t, r), a in self.released_by_key.items()
+            ),
+            released_rejudge=sorted(self.released_rejudge),
+            reserved=sorted(self.reserved),
+            admitted_since_release=sorted(self.admitted_since_release),
+            open_admissions=sorted(self.open_admissions.items()),
+            ends=sorted((f, e.offset, e.lines) for f, e in self.ends.items()),
+        )
+        return msgspec.msgpack.encode(stored)
+
+    @classmethod
+    def decode(cls, data: bytes) -> WriteIndex:
+        """An index from :meth:`encode`'s bytes."""
+        stored = msgspec.msgpack.decode(data, type=_Stored)
+        return cls(
+            run_id=stored.run_id,
+            keys={(t, r): line for t, r, line in stored.keys},
+            released=set(stored.released),
+            released_by_key={(t, r): a for t, r, a in stored.released_by_key},
+            released_rejudge=set(stored.released_rejudge),
+            reserved=set(stored.reserved),
+            admitted_since_release=set(stored.admitted_since_release),
+            open_admissions=dict(stored.open_admissions),
+            ends={f: FileEnd(offset, lines) for f, offset, lines in stored.ends},
+        )
 
     def apply(self, body: object) -> None:
         """Fold one event body into the index."""

@@ -20,6 +20,7 @@ from ledger import Ledger, LedgerError
 from ledger.events import Location
 from ledger.policy_log import policy_from_json
 from ledger.run_files import ChunkReader, RunFiles
+from ledger.write_index import INDEX_CODE_VERSION, INDEX_KINDS, WriteIndex
 from projections.fold import replay
 from projections.publish import rendered_files
 from projections.state import RunState
@@ -219,6 +220,25 @@ def _snapshot(ledger: Ledger, state: RunState) -> list[Finding]:
     return []
 
 
+def _index_snapshot(ledger: Ledger) -> list[Finding]:
+    # EV-14: a stored write index must equal a fold of the events it covers.
+    found = ledger.load_snapshot(INDEX_CODE_VERSION, "")
+    if found is None:
+        return []
+    seq, _, stored = found
+    events = (e for e in ledger.events(1, kinds=INDEX_KINDS) if e.seq <= seq)
+    if WriteIndex.build(events).encode() != stored:
+        return [
+            Finding(
+                "snapshot",
+                "the stored write index differs from a refold of the events it "
+                "covers (a writer's open ignores it only if stale)",
+                seq=seq,
+            )
+        ]
+    return []
+
+
 def _safely(
     check: str, run: Callable[[Ledger], list[Finding]], ledger: Ledger
 ) -> list[Finding]:
@@ -237,4 +257,5 @@ def verify(ledger: Ledger) -> list[Finding]:
     if state is not None:
         findings += _materialized(ledger, state) + _published(ledger, state)
         findings += _snapshot(ledger, state)
+        findings += _safely("snapshot", _index_snapshot, ledger)
     return findings

@@ -215,3 +215,34 @@ def test_sc_4_history_and_export_read_the_run_without_its_lock(
     assert [line["seq"] for line in lines] == list(range(1, len(lines) + 1))
     with Ledger.open(pg_run.url) as led:
         assert led.head()[1].hex() == lines[-1]["hash"]
+
+
+@pytest.mark.parametrize("name", ["blackjack", "claude_code_math"])
+def test_sc_5_a_real_run_saved_without_a_ledger_goes_to_postgresql_and_back(
+    name: str, tmp_path: Path, pg_admin: psycopg.Connection[Any]
+) -> None:
+    """REC-70 beside the files, then SC-2's copy; export --files gives the bytes back."""
+    from tests.test_import_real_runs import RUNS, collector_bytes, copy_run
+
+    source = tmp_path / "source"
+    source.mkdir()
+    out = copy_run(RUNS[name][0], source)
+    original = collector_bytes(out)
+    run = f"real-{uuid.uuid4().hex[:10]}"
+    url = f"{pg_conninfo()}?run={run}"
+    cli = CliRun(tmp_path)
+    try:
+        loaded = cli.ok("import", url, "--from", out, "--skip-rejected")
+        assert f"into {url}" in loaded.stdout
+        assert collector_bytes(out) == original  # the collector's files untouched
+        head = cli.ok("head", url).stdout
+        assert cli.ok("head", out).stdout == head
+        assert cli.ok("verify", url).exit_code == 0
+        copy = tmp_path / "copy"
+        cli.ok("export", url, "--files", copy)
+        exported = collector_bytes(copy / out.name)
+        assert exported == original  # byte for byte, rejected lines included
+        assert cli.ok("head", copy / out.name).stdout == head
+        assert cli.ok("verify", copy / out.name).exit_code == 0
+    finally:
+        drop_run(pg_admin, run)

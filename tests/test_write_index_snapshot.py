@@ -1,0 +1,124 @@
+"""EV-14 for the writer's bookkeeping: a stored write index, used only while it holds.
+
+A writer's open folds releases, reservations, admissions and file ends from the
+log (REC-3, EV-12). On a long log it stores that fold, and the next open folds
+only the events after it. These tests lower the threshold so a small run
+stores it, and check that the stored index is exact, ignored when stale or
+damaged, and checked by ``verify``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from ledger import Ledger
+from ledger.write_index import INDEX_CODE_VERSION, INDEX_KINDS, WriteIndex
+from projections import replan, resume, verify
+from tests.test_resume import Run
+
+
+def _full_fold(out: Path) -> bytes:
+    with Ledger.open(out) as led:
+        return WriteIndex.build(led.events(1, kinds=INDEX_KINDS)).encode()
+
+
+def _stored(out: Path) -> tuple[int, bytes] | None:
+    with Ledger.open(out) as led:
+        found = led.load_snapshot(INDEX_CODE_VERSION, "")
+    return None if found is None else (found[0], found[2])
+
+
+def _record_some(run: Run, count: int) -> None:
+    with Ledger.open(run.out, lock=run.lock) as led:
+        plan = resume(led, run.config, run.global_config).plan
+        for row in plan.dispatch[:count]:
+            led.reserve(row)
+            led.record({**row, "reward": 1.0, "response": {"output": []}})
+
+
+@pytest.fixture
+def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Run:
+    monkeypatch.setattr(Ledger, "index_snapshot_every", 3)
+    made = Run(tmp_path)
+    yield made  # type: ignore[misc]
+    made.lock.release()
+
+
+def test_ev_14_a_writer_open_stores_the_exact_index_of_a_long_tail(run: Run) -> None:
+    _record_some(run, 3)
+    assert _stored(run.out) is None  # a reader never stores it
+    with Ledger.open(run.out, lock=run.lock):
+        pass
+    stored = _stored(run.out)
+    assert stored is not None
+    with Ledger.open(run.out) as led:
+        assert stored[0] == max(e.seq for e in led.events(1, kinds=INDEX_KINDS))
+    assert stored[1] == _full_fold(run.out)
+    with Ledger.open(run.out) as led:
+        assert verify(led) == []
+
+
+def test_ev_14_the_next_open_folds_only_the_tail_and_agrees_with_a_full_fold(
+    run: Run,
+) -> None:
+    _record_some(run, 2)
+    with Ledger.open(run.out, lock=run.lock):
+        pass  # stores the index
+    with Ledger.open(run.out, lock=run.lock) as led:
+        plan = replan(led)
+        for row in plan.dispatch[:2]:
+            led.reserve(row)  # the index from the snapshot knows the release
+            led.record({**row, "reward": 0.0, "response": {"output": []}})
+        index = led.write_index()
+        assert (
+            index.encode()
+            == WriteIndex.build(led.events(1, kinds=INDEX_KINDS)).encode()
+        )
+
+
+def _damage(out: Path, sql: str) -> None:
+    db = out.parent / f"{out.stem}_ledger" / "ledger.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute(sql, (INDEX_CODE_VERSION,))
+
+
+def test_ev_14_a_damaged_stored_index_is_ignored_and_verify_names_it(
+    run: Run,
+) -> None:
+    _record_some(run, 3)
+    with Ledger.open(run.out, lock=run.lock):
+        pass
+    # Valid msgpack of the wrong content: forget every reservation.
+    with Ledger.open(run.out) as led:
+        index = WriteIndex.decode(led.load_snapshot(INDEX_CODE_VERSION, "")[2])  # type: ignore[index]
+    index.reserved.clear()
+    db = run.out.parent / "rollouts_ledger" / "ledger.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "UPDATE snapshots SET state = ? WHERE code_version = ?",
+            (index.encode(), INDEX_CODE_VERSION),
+        )
+    with Ledger.open(run.out) as led:
+        findings = verify(led)
+    assert [f.check for f in findings] == ["snapshot"]
+    assert "write index" in findings[0].message
+    _damage(run.out, "UPDATE snapshots SET state = x'c1' WHERE code_version = ?")
+    with Ledger.open(run.out, lock=run.lock) as led:  # undecodable: refolded
+        assert led.write_index().encode() == _full_fold(run.out)
+
+
+def test_ev_14_a_stored_index_whose_event_changed_is_not_used(run: Run) -> None:
+    _record_some(run, 3)
+    with Ledger.open(run.out, lock=run.lock):
+        pass
+    _damage(
+        run.out,
+        "UPDATE snapshots SET head_hash = zeroblob(32) WHERE code_version = ?",
+    )
+    with Ledger.open(run.out) as led:
+        assert led._stored_index()[1] == 1  # not trusted: fold from seq 1
+    with Ledger.open(run.out, lock=run.lock) as led:
+        assert led.write_index().encode() == _full_fold(run.out)
