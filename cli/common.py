@@ -66,8 +66,24 @@ class RunTarget(click.ParamType):
         ):
             return str(resolve_run(text))
         if Path(text).is_dir():
-            self.fail(f"{text} is a folder; OUT names the run's JSONL file", param, ctx)
+            return self._run_in(Path(text), param, ctx)
         return Path(text)
+
+    def _run_in(
+        self, folder: Path, param: click.Parameter | None, ctx: click.Context | None
+    ) -> Path:
+        # A folder holding exactly one run (what `export --files DIR` writes)
+        # names that run; anything else is ambiguous.
+        stems = sorted(
+            db.parent.name.removesuffix("_ledger")
+            for db in folder.glob("*_ledger/ledger.db")
+        )
+        if len(stems) == 1:
+            return folder / f"{stems[0]}.jsonl"
+        found = f" (it holds the runs {', '.join(stems)})" if stems else ""
+        self.fail(
+            f"{folder} is a folder{found}; OUT names the run's JSONL file", param, ctx
+        )
 
 
 #: ``OUT``: the run's output JSONL, existing or not; its companions derive from

@@ -107,6 +107,7 @@ def test_sc_5_export_files_then_verify_gives_the_same_head_hash(
     assert (copy / f"{pg_run.run}_ledger" / "manifest.json").is_file()
     assert pg_run.ok("head", out).stdout == head
     assert pg_run.ok("verify", out).exit_code == 0
+    assert pg_run.ok("verify", copy).stdout == pg_run.ok("verify", out).stdout
     again = pg_run.invoke("export", pg_run.url, "--files", copy)
     assert again.exit_code == 3  # never over an existing run
     assert "exists" in again.stderr

@@ -202,3 +202,14 @@ def templates(tmp_path_factory: pytest.TempPathFactory) -> Templates:
 def cli_run(tmp_path: Path, templates: Templates) -> CliRun:
     """A created run of 3 tasks x 2 rollouts (nothing dispatched yet)."""
     return templates("created", tmp_path, CliRun.create)
+
+
+def test_cli_out_a_folder_holding_one_run_names_it(cli_run: CliRun) -> None:
+    """``verify DIR`` on what ``export --files DIR`` wrote; several runs are refused."""
+    folder = cli_run.out.parent
+    assert cli_run.ok("head", folder).stdout == cli_run.ok("head", cli_run.out).stdout
+    (folder / "other_ledger").mkdir()
+    (folder / "other_ledger" / "ledger.db").write_bytes(b"")
+    result = cli_run.invoke("head", folder)
+    assert result.exit_code == 2
+    assert "holds the runs other, rollouts" in result.stderr
