@@ -11,7 +11,7 @@ fails alone; an I/O failure of the commit fails every call of that batch.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, MutableMapping
+from collections.abc import MutableMapping
 from typing import Any
 
 from ledger.events import JudgeAdmitted, StoredEvent
@@ -20,12 +20,17 @@ from ledger.recorder import Prepared, Recorder, Staged
 
 __all__ = ["AsyncRecorder"]
 
-PrepareFn = Callable[[Staged], Prepared | None]
-
 
 def _admission(stored: StoredEvent) -> JudgeAdmission:
     assert isinstance(stored.body, JudgeAdmitted)
     return JudgeAdmission.from_event(stored.body, at=stored.at)
+
+
+#: How a queued call is prepared: reserve and record (the hot calls, P-7) call
+#: the recorder's method on their row; the rest call a prepared closure, the
+#: last kind handing its caller the stored event.
+_RESERVE, _RECORD, _CALL, _CALL_FOR_EVENT = range(4)
+Call = tuple[int, Any, "asyncio.Future[Any]"]
 
 
 class AsyncRecorder:
@@ -39,50 +44,52 @@ class AsyncRecorder:
         self._recorder = recorder
         self._max_batch = max_batch
         self._max_wait = max(0.0, max_wait_ms) / 1000
-        self._pending: list[tuple[PrepareFn, asyncio.Future[Any]]] = []
+        self._pending: list[Call] = []
         self._flusher: asyncio.Task[None] | None = None
         self.commits = 0  # transactions committed, for tests and benchmarks
 
     async def reserve(self, row: MutableMapping[str, Any]) -> int:
         """Reserve the row's released attempt; returns once it is durable (REC-3)."""
-        result: int = await self._submit(
-            lambda staged: self._recorder.prepare_reserve(row, staged)
-        )
+        result: int = await self._queue(_RESERVE, row)
         return result
 
     async def record(self, row: MutableMapping[str, Any]) -> None:
         """Write the outcome row, then its event; returns once both are durable."""
-        await self._submit(lambda staged: self._recorder.prepare_record(row, staged))
+        await self._queue(_RECORD, row)
 
     async def admit_judgment(
         self, task: int, rollout: int, attempt: int, judge: str
     ) -> JudgeAdmission:
         """Admit a released re-judgment before the judge call (REC-30)."""
-        stored: StoredEvent = await self._submit(
-            lambda staged: self._recorder.prepare_admit(
-                task, rollout, attempt, judge, staged
-            ),
-            returns_event=True,
-        )
+
+        def prepare(staged: Staged) -> Prepared | None:
+            return self._recorder.prepare_admit(task, rollout, attempt, judge, staged)
+
+        stored: StoredEvent = await self._queue(_CALL_FOR_EVENT, prepare)
         return _admission(stored)
 
     async def save_judgment(
         self, admission: JudgeAdmission, row: MutableMapping[str, Any]
     ) -> None:
         """Save the re-judgment's row and close its admission (REC-30)."""
-        await self._submit(
-            lambda staged: self._recorder.prepare_judgment_row(
+
+        def prepare(staged: Staged) -> Prepared | None:
+            return self._recorder.prepare_judgment_row(
                 admission.admission_id, row, staged
             )
-        )
 
-    async def _submit(self, prepare: PrepareFn, *, returns_event: bool = False) -> Any:
+        await self._queue(_CALL, prepare)
+
+    def _queue(self, how: int, what: Any) -> asyncio.Future[Any]:
+        """Queue one call; its future settles once the call's batch committed."""
+        # A plain function returning the future, and the call kept as data (no
+        # closure per call): the per-call cost is what limits P-7 besides the
+        # commit itself.
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        wrapped = prepare if not returns_event else _marking(prepare)
-        self._pending.append((wrapped, future))
+        self._pending.append((how, what, future))
         if self._flusher is None:
             self._flusher = asyncio.create_task(self._flush())
-        return await future
+        return future
 
     async def _flush(self) -> None:
         try:
@@ -93,60 +100,56 @@ class AsyncRecorder:
                 waited = True  # later batches gathered while the last one committed
                 batch = self._pending[: self._max_batch]
                 del self._pending[: self._max_batch]
-                results = await asyncio.to_thread(self._commit, [p for p, _ in batch])
-                for (_, future), result in zip(batch, results, strict=True):
-                    _settle(future, result)
+                results = await asyncio.to_thread(self._commit, batch)
+                for (_, _, future), result in zip(batch, results, strict=True):
+                    if future.cancelled():
+                        continue
+                    if isinstance(result, BaseException):
+                        future.set_exception(result)
+                    else:
+                        future.set_result(result)
         finally:
             self._flusher = None
 
-    def _commit(self, prepares: list[PrepareFn]) -> list[Any]:
-        results: list[Any] = [None] * len(prepares)
+    def _prepare(self, batch: list[Call], results: list[Any]) -> list[_Chosen]:
+        """Each call's checked operation; a call whose checks fail fails alone."""
+        recorder, staged = self._recorder, Staged()
+        reserve, record = recorder.prepare_reserve, recorder.prepare_record
+        chosen: list[_Chosen] = []
+        for position, (how, what, _) in enumerate(batch):
+            op: Prepared | None
+            try:
+                if how == _RESERVE:
+                    op = reserve(what, staged)
+                elif how == _RECORD:
+                    op = record(what, staged)
+                else:
+                    op = what(staged)
+            except Exception as exc:  # this call fails alone
+                results[position] = exc
+                continue
+            if op is not None:
+                chosen.append((position, op, how == _CALL_FOR_EVENT))
+        return chosen
+
+    def _commit(self, batch: list[Call]) -> list[Any]:
+        results: list[Any] = [None] * len(batch)
         with self._recorder.lock:
-            staged = Staged()
-            chosen: list[tuple[int, Prepared]] = []
-            for position, prepare in enumerate(prepares):
-                try:
-                    op = prepare(staged)
-                except Exception as exc:  # this call fails alone
-                    results[position] = exc
-                    continue
-                if op is not None:
-                    chosen.append((position, op))
+            chosen = self._prepare(batch, results)
             try:
                 stored = self._recorder.commit(
-                    [op for _, op in chosen], actor="collector"
+                    [op for _, op, _ in chosen], actor="collector"
                 )
             except Exception as exc:  # the batch's transaction failed as a whole
-                for position, _ in chosen:
+                for position, _, _ in chosen:
                     results[position] = exc
                 return results
         self.commits += 1
-        for (position, op), event in zip(chosen, stored, strict=True):
-            results[position] = event if op.result is _EVENT else op.result
+        for (position, op, wants_event), event in zip(chosen, stored, strict=True):
+            results[position] = event if wants_event else op.result
         return results
 
 
-class _EventMarker:
-    """Marks a prepared operation whose caller wants the stored event back."""
-
-
-_EVENT = _EventMarker()
-
-
-def _marking(prepare: PrepareFn) -> PrepareFn:
-    def marked(staged: Staged) -> Prepared | None:
-        op = prepare(staged)
-        if op is not None:
-            op.result = _EVENT
-        return op
-
-    return marked
-
-
-def _settle(future: asyncio.Future[Any], result: Any) -> None:
-    if future.cancelled():
-        return
-    if isinstance(result, BaseException):
-        future.set_exception(result)
-    else:
-        future.set_result(result)
+#: A prepared call: its position in the batch, its operation, and whether its
+#: caller gets the stored event back.
+_Chosen = tuple[int, Prepared, bool]

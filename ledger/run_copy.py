@@ -203,6 +203,7 @@ def import_into_store(source: Ledger, url: RunUrl | str) -> tuple[int, bytes]:
     )
     try:
         copied = created.head()
+        created.analyze()  # the planner's statistics, for the tables just filled
     finally:
         created.close()
     if copied != head:  # unreachable unless the source changed under its lock

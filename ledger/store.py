@@ -62,23 +62,24 @@ def chained_rows(events: Sequence[NewEvent], seq: int, prev: bytes) -> list[Even
     """``events`` as rows numbered and chained after ``(seq, prev)`` (EV-2).
 
     Each hash is ``chain_hash``'s, computed with the header's constant part
-    (kind, at, actor) encoded once per distinct triple (P-2).
+    (kind, at, actor) encoded once per kind while ``at`` and ``actor`` stay
+    the same (one instant and actor per batch, P-2), and the hashed bytes
+    formatted in one step.
     """
     sha256, make = hashlib.sha256, tuple.__new__  # an EventRow without its __new__
-    if len(events) == 1:  # P-1: one durable event per call
-        kind, at, actor, body = events[0]
-        seq += 1
-        header = b"[%d" % seq + header_tail(kind, at, actor)
-        digest = sha256(b"".join((prev, header, body))).digest()
-        return [make(EventRow, (seq, kind, at, actor, body, prev, digest))]
     rows = []
-    tails: dict[tuple[str, str, str], bytes] = {}
+    tails: dict[str, bytes] = {}
+    at_now = actor_now = None
     for kind, at, actor, body in events:
         seq += 1
-        tail = tails.get((kind, at, actor))
+        if at is not at_now or actor is not actor_now:  # the same objects, usually
+            if at != at_now or actor != actor_now:
+                tails = {}
+            at_now, actor_now = at, actor
+        tail = tails.get(kind)
         if tail is None:
-            tail = tails[kind, at, actor] = header_tail(kind, at, actor)
-        digest = sha256(b"".join((prev, b"[%d" % seq, tail, body))).digest()
+            tail = tails[kind] = header_tail(kind, at, actor)
+        digest = sha256(b"%s[%d%s%s" % (prev, seq, tail, body)).digest()
         rows.append(make(EventRow, (seq, kind, at, actor, body, prev, digest)))
         prev = digest
     return rows
@@ -340,10 +341,12 @@ class SQLiteStore:
             raise ConcurrencyConflict(expected_seq=expected_seq, actual_seq=seq)
         rows = chained_rows(events, seq, prev)
         try:
+            # Plain tuples: sqlite3 binds a tuple subclass (EventRow) through
+            # the slower sequence protocol (~0.4 us a row, P-2).
             if len(rows) == 1:
-                self._conn.execute(_INSERT, rows[0])
+                self._conn.execute(_INSERT, tuple(rows[0]))
             else:
-                self._conn.executemany(_INSERT, rows)
+                self._conn.executemany(_INSERT, map(tuple, rows))
         except sqlite3.IntegrityError as exc:
             if cached is not None and self.head() != cached:
                 raise _StaleHead from exc

@@ -222,7 +222,7 @@ def test_sc_4_history_and_export_read_the_run_without_its_lock(
 def test_sc_5_a_real_run_saved_without_a_ledger_goes_to_postgresql_and_back(
     name: str, tmp_path: Path, pg_admin: psycopg.Connection[Any]
 ) -> None:
-    """REC-70 beside the files, then SC-2's copy; export --files gives the bytes back."""
+    """REC-70 beside the files, then SC-2's copy; export --files gives it back."""
     from tests.test_import_real_runs import RUNS, collector_bytes, copy_run
 
     source = tmp_path / "source"
