@@ -105,12 +105,13 @@ class _Tally:
             self.tasks["none"] += 1
 
     def add_rollout(self, rollout: RolloutState, after: int) -> None:
-        attempts = rollout.attempts
-        if attempts:
-            self.masked += attempts[-1].bits & MASKED != 0
-            for a in attempts:  # bits: the code plus one, and the flags
-                self.reserved += a.bits & RESERVED != 0
-                self.outcomes += a.bits >> CODE_SHIFT != 0
+        a = rollout.latest
+        if a is not None:
+            self.masked += a.bits & MASKED != 0
+        while a is not None:  # bits: the code plus one, and the flags
+            self.reserved += a.bits & RESERVED != 0
+            self.outcomes += a.bits >> CODE_SHIFT != 0
+            a = a.earlier
         self.outcomes += rollout.duplicates
         self.duplicates += rollout.duplicates
         self.superseded += rollout.superseded

@@ -132,11 +132,13 @@ def counted_failures(rollout: RolloutState, after: int) -> int:
     # REC-25: an approval makes the outcome of the attempt it names counted.
     approvals = rollout.approvals
     count = 0
-    for a in rollout.attempts:  # fields, not properties (P-3: every rollout)
+    a = rollout.latest
+    while a is not None:  # fields, not properties (P-3: every rollout)
         outcome = a.bits >> CODE_SHIFT  # 0: no outcome
         if outcome and a.seq > after:
             approved = approvals is not None and a.attempt in approvals
             count += _COUNTED[outcome] or approved
+        a = a.earlier
     if rollout.judgments is not None:  # REC-32: a failed judgment counts
         for judgments in rollout.judgments.values():
             count += sum(j.outcome == "failed" and j.outcome_seq > after
@@ -147,11 +149,13 @@ def counted_failures(rollout: RolloutState, after: int) -> int:
 def free_attempts(rollout: RolloutState, after: int) -> int:
     """REC-4: unknown attempts and free outcomes of a rollout after ``after``."""
     count = 0
-    for a in rollout.attempts:  # unknown: no outcome (0) and reserved
+    a = rollout.latest
+    while a is not None:  # unknown: no outcome (0) and reserved
         bits = a.bits
         outcome = bits >> CODE_SHIFT
         if (_FREE[outcome] or (not outcome and bits & RESERVED)) and a.seq > after:
             count += 1
+        a = a.earlier
     return count
 
 
@@ -232,9 +236,9 @@ def _omission(
 def _decide(
     limits: _Limits, rollout: RolloutState, task_complete: Callable[[], bool]
 ) -> Decision:
-    if not rollout.attempts:
+    outcome = rollout.latest  # REC-1: the selected attempt
+    if outcome is None:
         return _PENDING
-    outcome = rollout.attempts[-1]  # REC-1: the selected attempt
     budget = _Budget(limits, rollout)
     if outcome.code < 0:  # REC-4: reserved without outcome, an unknown attempt
         return budget.free_retry(outcome.attempt, "REC-20.1", None, "unknown")
@@ -267,7 +271,7 @@ def decide(state: RunState, task: int, rollout: int) -> Decision:
 
 
 def _omission_selected(rollout: RolloutState) -> bool:
-    code = rollout.attempts[-1].code if rollout.attempts else -1
+    code = -1 if rollout.latest is None else rollout.latest.code
     return code >= 0 and _ACTION[code] == "omission"
 
 

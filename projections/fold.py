@@ -278,7 +278,8 @@ def _replay_from_start(ledger: Any) -> RunState | None:
     twice. ``None`` when the first row is not a ``run_created`` that decodes:
     the caller then replays as usual, which raises what it always raised.
     """
-    first = next(iter(ledger.raw_events_at([1])), None)
+    read_at = getattr(ledger, "raw_events_at", None)
+    first = None if read_at is None else next(iter(read_at([1])), None)
     if first is None or first.kind != "run_created":
         return None
     try:
@@ -576,7 +577,7 @@ class _Fold:
             rollout.duplicates += 1  # REC-1: the first outcome stands
             return None
         record.seq = seq
-        if rollout.attempts[-1] is not record:
+        if rollout.latest is not record:
             record.bits |= LATE  # REC-2: superseded, shown in history only
             rollout.superseded += 1
         return record

@@ -60,7 +60,7 @@ class PlanKeys(msgspec.Struct, frozen=True):
 def in_flight(state: RunState, rollout: RolloutState) -> bool:
     """REC-3: reserved or admitted since the latest resume_started, without outcome."""
     since = state.latest_resume_seq
-    reserved = any(a.unknown and a.seq > since for a in rollout.attempts)
+    reserved = any(a.unknown and a.seq > since for a in rollout.newest_first())
     admitted = any(j.outcome is None and j.seq > since for j in rollout.all_judgments())
     return reserved or admitted
 

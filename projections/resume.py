@@ -26,7 +26,7 @@ from ledger.store import EventRow
 from projections.decide import Decision, decide_all
 from projections.fold import replay
 from projections.plan import Plan, PlanKeys, RejudgeItem, plan_keys
-from projections.state import RunState
+from projections.state import RolloutState, RunState
 
 __all__ = ["build_plan", "read_materialized", "replan"]
 
@@ -93,10 +93,18 @@ def _location(ledger: Ledger, seq: int, row: EventRow | None) -> Location:
     return body.location
 
 
+def _outcome_seq(rollout: RolloutState, attempt: int) -> int:
+    """The seq of ``attempt``'s outcome (``KeyError`` when it has none)."""
+    record = rollout.attempt(attempt)
+    if record is None or not record.has_outcome:
+        raise KeyError(attempt)
+    return record.seq
+
+
 def _rejudge_items(
     ledger: Ledger, state: RunState, keys: Sequence[tuple[int, int, int]]
 ) -> list[RejudgeItem]:
-    seqs = [state.rollout(t, i).outcomes[a].seq for t, i, a in keys]
+    seqs = [_outcome_seq(state.rollout(t, i), a) for t, i, a in keys]
     # One read of every outcome event named, not a read per key (P-4).
     found = {row.seq: row for row in ledger.raw_events_at(seqs)}
     items = []

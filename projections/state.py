@@ -59,7 +59,10 @@ class Attempt(msgspec.Struct, array_like=True, omit_defaults=True, gc=False):
     and REC-16 count by, the reservation's what REC-3 and REC-4 read while
     there is no outcome); the outcome as its REC-20 branch (an index in
     ``classify.BRANCHES``, classified under the policy in force at the head),
-    its kind and its two scores. The branch code and the flags share one int
+    its kind and its two scores; and the rollout's next lower attempt, so
+    a rollout's attempts are a chain from its selected one, without a tuple
+    or list per rollout, which the cyclic GC would have to walk (P-3, P-5).
+    The branch code and the flags share one int
     (``bits``, below 256 while there are fewer than 32 branches, so CPython
     shares the object); ``code`` and ``flags`` read and write it. The branch's
     fields read through properties.
@@ -71,6 +74,7 @@ class Attempt(msgspec.Struct, array_like=True, omit_defaults=True, gc=False):
     kind: str | None = None  # the selected failure kind (ROW-20)
     grade: float | None = None  # ROW-12's recorded grade, for 4d/5a/5d scoring
     reward: float | None = None
+    earlier: Attempt | None = None  # the rollout's next lower attempt on record
 
     @property
     def code(self) -> int:
@@ -187,17 +191,18 @@ class RolloutExtras(msgspec.Struct, array_like=True, omit_defaults=True, gc=Fals
 class RolloutState(msgspec.Struct, array_like=True, omit_defaults=True, gc=False):
     """Everything the log says about one rollout ``(task, rollout)``.
 
-    ``attempts`` holds one record per attempt reserved or with an outcome,
-    sorted by attempt number (a tuple: smaller than a list, P-3); ``outcomes``
-    is a view of it. What few rollouts have (an explicit id, duplicates,
-    superseded outcomes, judgments and approvals) lives in ``extras``, ``None``
-    until the first, and reads through properties.
+    ``latest`` is the record of the highest attempt reserved or with an
+    outcome (the selected one, REC-1); each record links to the next lower
+    one (``Attempt.earlier``). ``attempts`` and ``outcomes`` are views. What
+    few rollouts have (an explicit id, duplicates, superseded outcomes,
+    judgments and approvals) lives in ``extras``, ``None`` until the first, and
+    reads through properties.
     """
 
     line: int  # 1-based position in the materialized inputs
     offset: int
     length: int
-    attempts: tuple[Attempt, ...] = ()
+    latest: Attempt | None = None
     agent: str | None = None
     wallclock: float | None = None  # the longest recorded (REC-56, longest first)
     extras: RolloutExtras | None = None
@@ -248,40 +253,53 @@ class RolloutState(msgspec.Struct, array_like=True, omit_defaults=True, gc=False
     def approvals(self, approvals: dict[int, int] | None) -> None:
         self._extras().approvals = approvals
 
+    @property
+    def attempts(self) -> tuple[Attempt, ...]:
+        """One record per attempt reserved or with an outcome, by attempt number."""
+        records = []
+        record = self.latest
+        while record is not None:
+            records.append(record)
+            record = record.earlier
+        records.reverse()
+        return tuple(records)
+
+    def newest_first(self) -> Iterator[Attempt]:
+        """The attempts' records from the selected one down."""
+        record = self.latest
+        while record is not None:
+            yield record
+            record = record.earlier
+
     def selected(self) -> Attempt | None:
         """REC-1: the highest attempt reserved or with an outcome (latest_allocated)."""
-        return self.attempts[-1] if self.attempts else None
+        return self.latest
 
     def selected_attempt(self) -> int | None:
         """The number of the selected attempt (REC-1), ``None`` when there is none."""
-        return self.attempts[-1].attempt if self.attempts else None
+        return None if self.latest is None else self.latest.attempt
 
     def attempt(self, number: int) -> Attempt | None:
         """The record of attempt ``number``, if it was reserved or has an outcome."""
-        for record in reversed(self.attempts):
-            if record.attempt == number:
-                return record
-            if record.attempt < number:
-                return None
-        return None
+        record = self.latest
+        while record is not None and record.attempt > number:
+            record = record.earlier
+        return record if record is not None and record.attempt == number else None
 
     def add_attempt(self, number: int) -> Attempt:
         """The record of attempt ``number``, created in its place when new."""
-        attempts = self.attempts
-        if not attempts or attempts[-1].attempt < number:  # the common cases (P-3)
-            record = Attempt(number)
-            self.attempts = (*attempts, record)
-            return record
-        if attempts[-1].attempt == number:
-            return attempts[-1]
-        found = self.attempt(number)
-        if found is not None:
-            return found
-        record = Attempt(number)
-        index = len(attempts)
-        while index and attempts[index - 1].attempt > number:
-            index -= 1
-        self.attempts = (*attempts[:index], record, *attempts[index:])
+        latest = self.latest
+        if latest is None or latest.attempt < number:  # the common cases (P-3)
+            self.latest = Attempt(number, earlier=latest)
+            return self.latest
+        if latest.attempt == number:
+            return latest
+        above, below = latest, latest.earlier  # above.attempt > number
+        while below is not None and below.attempt > number:
+            above, below = below, below.earlier
+        if below is not None and below.attempt == number:
+            return below
+        record = above.earlier = Attempt(number, earlier=below)
         return record
 
     @property

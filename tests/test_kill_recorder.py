@@ -115,13 +115,18 @@ def kill_at_random(out: Path, seed: int, rng: random.Random) -> list[tuple[str, 
     )
     assert proc.stdout is not None
     proc.stdout.readline()  # "open"
-    time.sleep(rng.uniform(0.0, 0.05))
+    # The kill lands after a random number of reported steps (and a random
+    # instant after that), so it falls mid-run however fast this machine
+    # and the recorder are: kills by the clock alone let a fast collector
+    # finish its whole plan first.
+    seen = [proc.stdout.readline() for _ in range(rng.randint(0, 12))]
+    time.sleep(rng.uniform(0.0, 0.005))
     proc.send_signal(signal.SIGKILL)
     stdout, stderr = proc.communicate()
     assert proc.returncode in (-signal.SIGKILL, 0), stderr.decode()
     # Only whole lines count: the kill may cut the last one short.
-    complete = stdout.decode().rpartition("\n")[0]
-    return [tuple(line.split()) for line in complete.splitlines()]
+    complete = (b"".join(seen) + stdout).decode().rpartition("\n")[0]
+    return [tuple(line.split()) for line in complete.splitlines() if line.strip()]
 
 
 def check_after_kill(out: Path, returned: list[tuple[str, ...]]) -> bool:
@@ -167,14 +172,20 @@ def test_r_1_collectors_killed_at_random_lose_nothing_and_count_nothing_twice(
     tmp_path: Path,
 ) -> None:
     rng = random.Random(1129)
-    out = tmp_path / "rollouts.jsonl"
+    runs = 0
+    out = tmp_path / "run0" / "rollouts.jsonl"
+    out.parent.mkdir()
     checked = mid_run = 0
     for trial in range(TRIALS):
         returned = kill_at_random(out, trial, rng)
-        if not (tmp_path / "rollouts_ledger" / "ledger.db").exists():
+        if not (out.parent / "rollouts_ledger" / "ledger.db").exists():
             continue
         checked += 1
         mid_run += ("DONE",) not in returned
         check_after_kill(out, returned)
+        if ("DONE",) in returned:  # that run is complete: kill the next one
+            runs += 1
+            out = tmp_path / f"run{runs}" / "rollouts.jsonl"
+            out.parent.mkdir()
     assert checked >= TRIALS // 2
     assert mid_run >= TRIALS // 2  # most kills landed with work in flight

@@ -43,6 +43,7 @@ SLOTS = 8
 TASKS, ROLLOUTS = 600, 4  # 2,400 rollouts, ~3,200 attempts, ~6,500 events
 SEED = 20260417
 DEADLINE_S = 240  # a stuck run fails with what it got, never hangs the suite
+FINISH_S = 300  # for every worker to see the stop file and leave
 FINAL = frozenset({"complete", "exhausted", "terminal", "held", "omitted"})
 
 Admin = psycopg.Connection[Any]
@@ -83,8 +84,11 @@ class Fleet:
     def finish(self) -> None:
         """Tell the workers to leave once no work is left, and wait for them."""
         self.stop.touch()
+        # Generous: a worker started by the last kill may still be importing
+        # and folding the log on a loaded machine; liveness, not speed.
+        deadline = time.monotonic() + FINISH_S
         for process in self.processes.values():
-            process.join(timeout=60)
+            process.join(timeout=max(1.0, deadline - time.monotonic()))
         alive = [p.name for p in self.processes.values() if p.is_alive()]
         exits = {p.name: p.exitcode for p in self.processes.values()}
         self.close()
