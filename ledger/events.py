@@ -359,8 +359,13 @@ def chain_hash(
     return hashlib.sha256(b"".join((prev_hash, header, b"\n", body))).digest()
 
 
-class StoredEvent(msgspec.Struct, frozen=True, kw_only=True):
-    """An event as stored: the envelope of EV-1 around its decoded body."""
+class StoredEvent(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """An event as stored: the envelope of EV-1 around its decoded body.
+
+    Not tracked by the garbage collector (``gc=False``): it holds strings,
+    bytes and a frozen body, so it can never be part of a reference cycle,
+    and writers and readers make millions of them (P-2, P-3).
+    """
 
     seq: int
     kind: str

@@ -111,13 +111,23 @@ class Recorder:
         durable: bool = True,
         store_rows: StoreRows | None = None,
         catch_up: Callable[[], None] | None = None,
+        rebuild: Callable[[], WriteIndex] | None = None,
     ) -> None:
         """``folder`` holds the collector files; without one (a run on
         PostgreSQL, SC-2) ``store_rows`` appends each batch with its rows, and
         ``catch_up`` folds what other writers appended into the index before
-        an operation is refused for want of it (SC-4)."""
+        an operation is refused for want of it (SC-4); ``rebuild`` folds the
+        whole index from the log, when many appends went unfolded."""
         self.folder = folder
-        self.index = index
+        self._index = index
+        # Bodies appended but not yet folded into the index: folded when the
+        # index is next read, so appends that nobody records after (operator
+        # actions, P-2's group commits) do not pay for it. Guarded, because
+        # appends may come from another thread than the one that records.
+        self._unfolded: list[Event] = []
+        self._unfolded_guard = threading.Lock()
+        self._stale = False
+        self._rebuild = rebuild
         self._append = append
         self._new_id = new_id
         self._durable = durable
@@ -129,6 +139,36 @@ class Recorder:
         self.lock = threading.RLock()
         self.out_name = names.out
         self.sidecar_name = names.sidecar
+
+    #: Appended bodies kept unfolded at most; past this the index is rebuilt
+    #: from the log when next read, rather than holding them all.
+    max_unfolded = 4096
+
+    @property
+    def index(self) -> WriteIndex:
+        """The write index, with every appended body folded in."""
+        if self._unfolded or self._stale:
+            with self._unfolded_guard:
+                bodies, self._unfolded = self._unfolded, []
+                stale, self._stale = self._stale, False
+            if stale and self._rebuild is not None:
+                self._index = self._rebuild()  # the log's fold: always exact
+            else:
+                apply = self._index.apply
+                for body in bodies:
+                    apply(body)
+        return self._index
+
+    def follow(self, bodies: Sequence[Event]) -> None:
+        """Remember appended ``bodies``; the index folds them when next read."""
+        with self._unfolded_guard:
+            if self._rebuild is not None and (
+                self._stale or len(self._unfolded) + len(bodies) > self.max_unfolded
+            ):
+                self._stale = True  # many appends and no recording: refold later
+                self._unfolded = []
+            else:
+                self._unfolded.extend(bodies)
 
     def _caught_up(self) -> bool:
         """Fold what other writers appended; whether there was anyone to ask."""
