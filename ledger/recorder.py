@@ -207,23 +207,26 @@ class Recorder:
         self._check_run_id(target)
         task, rollout = self._key(target)
         attempt = self._attempt_of(target, task, rollout)
-        if attempt not in self.index.released and self._caught_up():
+        index = self.index  # once: a property (P-7)
+        if attempt not in index.released and self._caught_up():
+            index = self.index
             attempt = self._attempt_of(target, task, rollout)
-        if attempt not in self.index.released:
+        if attempt not in index.released:
             raise ConfigError(
                 f"attempt {attempt[2]} of task {task}, rollout {rollout} is not "
                 "released: run `rollout-ledger resume` (or replan) for the current plan"
             )
-        if attempt in self.index.reserved or attempt in staged.reserved:
+        if attempt in index.reserved or attempt in staged.reserved:
             raise ConfigError(
                 f"attempt {attempt[2]} of task {task}, rollout {rollout} is already "
                 "reserved; an attempt is reserved once"
             )
         staged.reserved.add(attempt)
+        run_id = index.run_id
         target["_ng_attempt_index"] = attempt[2]
-        target["_ng_run_id"] = self.index.run_id
+        target["_ng_run_id"] = run_id
         body = AttemptReserved(
-            task=task, rollout=rollout, attempt=attempt[2], run_id=self.index.run_id
+            task=task, rollout=rollout, attempt=attempt[2], run_id=run_id
         )
         return Prepared(body, result=attempt[2])
 
@@ -387,22 +390,29 @@ class Recorder:
         return self._append([op.body for op in ops], actor)
 
     def _write_rows(self, ops: Sequence[Prepared]) -> None:
-        touched: dict[str, IO[bytes]] = {}
+        # One write per file and batch (P-7): the rows of a file are located
+        # back to back, from where its recorded bytes end.
+        by_file: dict[str, list[Prepared]] = {}
         for op in ops:
-            if op.file is None:
-                continue
-            handle = self._handle(op.file)
-            offset = op.body.location.offset  # type: ignore[attr-defined]
-            if handle.tell() != offset:
+            if op.file is not None:
+                by_file.setdefault(op.file, []).append(op)
+        for file, group in by_file.items():
+            handle = self._handle(file)
+            expected = group[0].body.location.offset  # type: ignore[attr-defined]
+            if handle.tell() != expected:
                 raise CorruptLedger(
-                    f"{op.file} is {handle.tell()} bytes, but its recorded rows end at "
-                    f"{offset}: another process wrote to it; run "
+                    f"{file} is {handle.tell()} bytes, but its recorded rows end at "
+                    f"{expected}: another process wrote to it; run "
                     "`rollout-ledger verify`",
-                    path=self._folder() / op.file,
+                    path=self._folder() / file,
                 )
-            handle.write(op.data)
-            touched[op.file] = handle
-        for handle in touched.values():
+            for op in group:
+                if op.body.location.offset != expected:  # type: ignore[attr-defined]
+                    raise LedgerError(f"{file}: rows of one batch are not contiguous")
+                expected += len(op.data)
+            handle.write(b"".join(op.data for op in group))
+        for file in by_file:
+            handle = self._handles[file]
             handle.flush()
             if self._durable:
                 os.fsync(handle.fileno())

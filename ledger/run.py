@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -22,6 +22,7 @@ from ledger.create import (
 from ledger.errors import CorruptLedger, LedgerError
 from ledger.events import (
     KINDS,
+    AttemptReserved,
     Event,
     StoredEvent,
     decode_body,
@@ -208,7 +209,9 @@ class Ledger(ReadingMixin, RecordingMixin):
         repair(self.paths, self._recorder, self._locations)  # EV-12, first
 
     def _append_as(self, bodies: Sequence[Event], actor: str) -> list[StoredEvent]:
-        return self.append_many(bodies, actor=actor)
+        # The recorder's own appends: its reservations are valid by
+        # construction (P-7, see _checked_from_recorder).
+        return self._append_bodies(bodies, None, actor, _checked_from_recorder)
 
     #: A writer's open stores its write index once this many events were
     #: folded past the stored one (EV-14: an optimization, never the truth).
@@ -339,11 +342,20 @@ class Ledger(ReadingMixin, RecordingMixin):
         actor: str = "collector",
     ) -> list[StoredEvent]:
         """Append ``bodies`` in one transaction (group commit, EV-11)."""
+        return self._append_bodies(bodies, expected_seq, actor, _checked)
+
+    def _append_bodies(
+        self,
+        bodies: Sequence[Event],
+        expected_seq: int | None,
+        actor: str,
+        check: Callable[[Event], bytes],
+    ) -> list[StoredEvent]:
         if not self._store.writable or not self._coordinator:
             self._refuse_for_worker(bodies)
         at = self.clock.now()  # one instant per transaction: its events land together
         make = tuple.__new__  # a NewEvent without its Python-level __new__ (P-2)
-        new = [make(NewEvent, (_kind(b), at, actor, _checked(b))) for b in bodies]
+        new = [make(NewEvent, (_kind(b), at, actor, check(b))) for b in bodies]
         with self._write_lock:
             rows = self._store.append_many(new, expected_seq=expected_seq)
             if self._recorder is not None:
@@ -466,3 +478,14 @@ def _checked(body: Event) -> bytes:
     except msgspec.ValidationError as exc:
         raise LedgerError(f"refusing to append a {kind_of(body)} event: {exc}") from exc
     return data
+
+
+def _checked_from_recorder(body: Event) -> bytes:
+    # Recorder.prepare_reserve builds an AttemptReserved only from an attempt
+    # the write index holds as released (whose task, rollout and attempt came
+    # from validated events) and the run's own id: it is valid by
+    # construction, and decoding it again would only cost (P-7). Every other
+    # body the recorder appends carries row-derived facts: checked in full.
+    if type(body) is AttemptReserved:
+        return encode_body(body)
+    return _checked(body)
