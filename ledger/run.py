@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -34,13 +34,13 @@ from ledger.materialize import write_materialized
 from ledger.paths import RunPaths
 from ledger.recorder import Recorder
 from ledger.recording import RecordingMixin
-from ledger.repair import PendingRepair, pending_repairs, repair
+from ledger.repair import repair
 from ledger.run_files import FolderFiles, RunFiles, RunNames
+from ledger.run_index import IndexMixin
 from ledger.run_reading import ReadingMixin
 from ledger.run_url import is_run_url, require_postgres
 from ledger.store import NewEvent, SQLiteStore
 from ledger.store_api import EventStore
-from ledger.write_index import INDEX_CODE_VERSION, INDEX_KINDS, WriteIndex
 
 __all__ = ["Ledger", "ManifestLike", "PolicyLike"]
 
@@ -59,7 +59,7 @@ WORKER_KINDS = frozenset(
 log = logging.getLogger("ledger")
 
 
-class Ledger(ReadingMixin, RecordingMixin):
+class Ledger(ReadingMixin, IndexMixin, RecordingMixin):
     """One run's event log (EV-10..EV-14).
 
     ``Ledger.create`` starts a run; ``Ledger.open`` opens one, as a writer when
@@ -212,74 +212,6 @@ class Ledger(ReadingMixin, RecordingMixin):
         # The recorder's own appends: its reservations are valid by
         # construction (P-7, see _checked_from_recorder).
         return self._append_bodies(bodies, None, actor, _checked_from_recorder)
-
-    #: A writer's open stores its write index once this many events were
-    #: folded past the stored one (EV-14: an optimization, never the truth).
-    index_snapshot_every = 10_000
-
-    def write_index(self) -> WriteIndex:
-        """Fold the bookkeeping of releases, reservations and file ends (REC-3).
-
-        Starts from the stored index when its event is still in the log with
-        the same hash, and folds only the events after it; a writer stores a
-        new one when that tail was long (a restarting collector then reads
-        the tail of a long log, not all of it).
-        """
-        index, start = self._stored_index()
-        last = self._index_seq = self._fold_index(index, start)
-        if self.writable and last - start + 1 >= self.index_snapshot_every:
-            self._store.save_snapshot(
-                last,
-                self._store.hash_at(last) or b"",
-                INDEX_CODE_VERSION,
-                "",
-                index.encode(),
-            )
-        return index
-
-    def _rebuild_index(self) -> WriteIndex:
-        with self._write_lock:  # no append in between, on any thread
-            return self.write_index()
-
-    def _stored_index(self) -> tuple[WriteIndex, int]:
-        found = self.load_snapshot(INDEX_CODE_VERSION, "")
-        if found is None:
-            return WriteIndex(), 1
-        try:
-            return WriteIndex.decode(found[2]), found[0] + 1
-        except msgspec.DecodeError:
-            return WriteIndex(), 1  # a damaged snapshot is ignored, never trusted
-
-    def _fold_index(self, index: WriteIndex, from_seq: int) -> int:
-        """Fold the index kinds from ``from_seq``; the last seq folded (or before)."""
-        last = from_seq - 1
-        for event in self.events(from_seq, kinds=INDEX_KINDS):
-            index.apply(event.body)
-            last = event.seq
-        return last
-
-    def _sync_index(self) -> None:
-        """Catch the write index up with what other writers appended (SC-4)."""
-        if self._recorder is not None:
-            self._index_seq = self._fold_index(
-                self._recorder.index, self._index_seq + 1
-            )
-
-    def pending_repairs(self) -> list[PendingRepair]:
-        """Unrecorded rows and torn lines a writer's open would repair (EV-12).
-
-        None on PostgreSQL: rows commit with their events there (SC-2).
-        """
-        if self.on_postgres:
-            return []
-        return pending_repairs(self.paths, self.write_index(), self._locations)
-
-    def _locations(self, file: str) -> Iterator[tuple[int, int, str]]:
-        """Every recorded row of ``file``: offset, length, sha256, in log order."""
-        for event in self.events():
-            where = getattr(event.body, "location", None)
-            if where is not None and where.file == file:
-                yield where.offset, where.length, where.row_sha256
 
     # -- writing -------------------------------------------------------------
 
