@@ -14,6 +14,7 @@ import asyncio
 from collections.abc import MutableMapping
 from typing import Any
 
+from ledger.errors import ConfigError
 from ledger.events import JudgeAdmitted, StoredEvent
 from ledger.judge import JudgeAdmission
 from ledger.recorder import Prepared, Recorder, Staged
@@ -140,10 +141,22 @@ class AsyncRecorder:
                 stored = self._recorder.commit(
                     [op for _, op, _ in chosen], actor="collector"
                 )
+            except ConfigError as exc:
+                # On PostgreSQL the database refuses a batch when another
+                # worker reserved one of its attempts first (SC-3): learn what
+                # the others appended, prepare again, so that call fails alone.
+                if not self._recorder.catch_up_now():
+                    return _failed(results, chosen, exc)
+                results = [None] * len(batch)
+                chosen = self._prepare(batch, results)
+                try:
+                    stored = self._recorder.commit(
+                        [op for _, op, _ in chosen], actor="collector"
+                    )
+                except Exception as again:  # the batch failed as a whole
+                    return _failed(results, chosen, again)
             except Exception as exc:  # the batch's transaction failed as a whole
-                for position, _, _ in chosen:
-                    results[position] = exc
-                return results
+                return _failed(results, chosen, exc)
         self.commits += 1
         for (position, op, wants_event), event in zip(chosen, stored, strict=True):
             results[position] = event if wants_event else op.result
@@ -153,3 +166,10 @@ class AsyncRecorder:
 #: A prepared call: its position in the batch, its operation, and whether its
 #: caller gets the stored event back.
 _Chosen = tuple[int, Prepared, bool]
+
+
+def _failed(results: list[Any], chosen: list[_Chosen], exc: BaseException) -> list[Any]:
+    """Every prepared call of a batch whose transaction failed gets ``exc``."""
+    for position, _, _ in chosen:
+        results[position] = exc
+    return results

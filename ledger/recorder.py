@@ -170,6 +170,10 @@ class Recorder:
             else:
                 self._unfolded.extend(bodies)
 
+    def catch_up_now(self) -> bool:
+        """Fold what other writers appended, now; whether anyone else appends."""
+        return self._caught_up()
+
     def _caught_up(self) -> bool:
         """Fold what other writers appended; whether there was anyone to ask."""
         if self._catch_up is None:

@@ -75,3 +75,37 @@ def test_sc_3_a_worker_s_async_recorder_group_commits_rows_with_events(
         (url.rsplit("=", 1)[1],),
     ).fetchone()
     assert stored == (len(rows), len(rows))  # one row per outcome, none overlapping
+
+
+def test_sc_3_an_attempt_another_worker_took_fails_alone_in_its_batch(
+    url: str,
+) -> None:
+    """The database refuses the batch; the recorder learns why and commits the rest."""
+    config, servers, _ = nemo_configuration()
+    rows = _rows(4)
+    with RunLock(url) as lock:
+        manifest = RunManifest.create(None, rows, config, servers)
+        with Ledger.create(url, manifest, rows, lock=lock) as coordinator:
+            plan = resume(coordinator, config, servers).plan
+        with Ledger.open(url) as late, Ledger.open(url) as early:
+            taken, free = dict(plan.dispatch[0]), dict(plan.dispatch[1])
+            early.reserve(dict(taken))  # `late`'s index does not know it yet
+            rec = late.recorder(max_batch=8, max_wait_ms=20)
+
+            async def both() -> list[Any]:
+                return await asyncio.gather(
+                    rec.reserve(taken), rec.reserve(free), return_exceptions=True
+                )
+
+            outcome = asyncio.run(both())
+            assert isinstance(outcome[0], ConfigError)
+            assert "already reserved" in str(outcome[0])
+            assert outcome[1] == free["_ng_attempt_index"]
+            reserved = [
+                (e.body.task, e.body.rollout)
+                for e in late.events()
+                if e.kind == "attempt_reserved"
+            ]
+            key = (free["_ng_task_index"], free["_ng_rollout_index"])
+            assert reserved.count(key) == 1
+            assert len(reserved) == 2
