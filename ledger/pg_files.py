@@ -11,7 +11,7 @@ is how ``export --files`` rebuilds it byte for byte.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -22,7 +22,8 @@ from ledger.pg_schema import SCHEMA
 __all__ = [
     "StoreFilesMixin",
     "file_pieces",
-    "piece_at",
+    "pieces_at",
+    "pieces_from",
     "put_file_bytes",
     "put_published",
     "read_file_ends",
@@ -40,13 +41,38 @@ SELECT "offset", data FROM (
     SELECT "offset", data FROM {SCHEMA}.file_bytes
         WHERE run = %(run)s AND file = %(file)s
 ) pieces WHERE "offset" >= %(start)s ORDER BY "offset" LIMIT %(limit)s"""
-_PIECE_AT = f"""
-SELECT data FROM {SCHEMA}.rows WHERE run = %(run)s AND file = %(file)s
-    AND "offset" = %(offset)s
-UNION ALL
-SELECT data FROM {SCHEMA}.file_bytes WHERE run = %(run)s AND file = %(file)s
-    AND "offset" = %(offset)s
-LIMIT 1"""
+
+
+_PIECES_AT = f"""
+SELECT k.i, p.data
+FROM unnest(%(files)s::text[], %(offsets)s::bigint[]) WITH ORDINALITY
+    AS k(file, "offset", i)
+CROSS JOIN LATERAL (
+    SELECT data FROM {SCHEMA}.rows r
+        WHERE r.run = %(run)s AND r.file = k.file AND r."offset" = k."offset"
+    UNION ALL
+    SELECT data FROM {SCHEMA}.file_bytes b
+        WHERE b.run = %(run)s AND b.file = k.file AND b."offset" = k."offset"
+    LIMIT 1
+) p"""
+
+
+def pieces_at(
+    conn: psycopg.Connection[Any], run: str, places: Sequence[tuple[str, int]]
+) -> list[bytes | None]:
+    """The piece starting at each ``(file, offset)`` (``None`` where none does)."""
+    found: list[bytes | None] = [None] * len(places)
+    if not places:
+        return found
+    params = {
+        "run": run,
+        "files": [file for file, _ in places],
+        "offsets": [offset for _, offset in places],
+    }
+    with conn.cursor(binary=True) as cur:
+        for position, data in cur.execute(_PIECES_AT, params).fetchall():
+            found[int(position) - 1] = bytes(data)
+    return found
 
 
 def read_file_ends(cur: psycopg.Cursor[Any], run: str) -> dict[str, list[int]]:
@@ -100,32 +126,28 @@ def _insert_pieces(
     )
 
 
+def pieces_from(
+    conn: psycopg.Connection[Any], run: str, file: str, start: int, limit: int
+) -> list[tuple[int, bytes]]:
+    """Up to ``limit`` pieces of ``file`` from ``start`` on, in offset order."""
+    with conn.cursor(binary=True) as cur:
+        page = cur.execute(
+            _PIECES, {"run": run, "file": file, "start": start, "limit": limit}
+        ).fetchall()
+    return [(int(offset), bytes(data)) for offset, data in page]
+
+
 def file_pieces(
     conn: psycopg.Connection[Any], run: str, file: str
 ) -> Iterator[tuple[int, bytes]]:
     """``(offset, bytes)`` of every piece of ``file``, in offset order, paged."""
     start = 0
     while True:
-        with conn.cursor(binary=True) as cur:
-            page = cur.execute(
-                _PIECES, {"run": run, "file": file, "start": start, "limit": _PAGE}
-            ).fetchall()
-        for offset, data in page:
-            yield int(offset), bytes(data)
+        page = pieces_from(conn, run, file, start, _PAGE)
+        yield from page
         if len(page) < _PAGE:
             return
-        start = int(page[-1][0]) + 1
-
-
-def piece_at(
-    conn: psycopg.Connection[Any], run: str, file: str, offset: int
-) -> bytes | None:
-    """The piece of ``file`` that starts at ``offset``, if there is one."""
-    with conn.cursor(binary=True) as cur:
-        row = cur.execute(
-            _PIECE_AT, {"run": run, "file": file, "offset": offset}
-        ).fetchone()
-    return None if row is None else bytes(row[0])
+        start = page[-1][0] + 1
 
 
 def read_stem(conn: psycopg.Connection[Any], run: str) -> str:
@@ -183,10 +205,15 @@ class StoreFilesMixin:
         with self._guard("storing file bytes"):
             put_file_bytes(self._conn, self.run, file, pieces)
 
-    def piece_at(self, file: str, offset: int) -> bytes | None:
-        """The stored piece of ``file`` at ``offset`` (a row or other bytes)."""
-        with self._guard("reading a row"):
-            return piece_at(self._conn, self.run, file, offset)
+    def pieces_at(self, places: Sequence[tuple[str, int]]) -> list[bytes | None]:
+        """The stored piece at each ``(file, offset)``, in one query."""
+        with self._guard("reading rows"):
+            return pieces_at(self._conn, self.run, places)
+
+    def pieces_from(self, file: str, start: int, limit: int) -> list[tuple[int, bytes]]:
+        """Up to ``limit`` stored pieces of ``file`` from offset ``start`` on."""
+        with self._guard("reading rows"):
+            return pieces_from(self._conn, self.run, file, start, limit)
 
     def file_pieces(self, file: str) -> Iterator[tuple[int, bytes]]:
         """Every stored piece of ``file`` in offset order, paged."""

@@ -10,7 +10,7 @@ are the file names events locate rows in (``rollouts.jsonl``, ...).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Protocol
@@ -62,6 +62,10 @@ class RowReader(Protocol):
         """The ``length`` bytes at ``offset`` of ``file`` (``None``: no such file)."""
         ...
 
+    def read_many(self, places: Sequence[tuple[str, int, int]]) -> list[bytes | None]:
+        """``read_at`` of each ``(file, offset, length)``, at once where it helps."""
+        ...
+
 
 class RunFiles(Protocol):
     """A run's files, wherever they are kept."""
@@ -108,6 +112,9 @@ class _FolderReader:
             return None
         handle.seek(offset)
         return handle.read(length)
+
+    def read_many(self, places: Sequence[tuple[str, int, int]]) -> list[bytes | None]:
+        return [self.read_at(file, offset, length) for file, offset, length in places]
 
     def close(self) -> None:
         for handle in self._handles.values():
@@ -160,8 +167,14 @@ class _StoreReader:
         self._store = store
 
     def read_at(self, file: str, offset: int, length: int) -> bytes | None:
-        data = self._store.piece_at(file, offset)
-        return None if data is None else data[:length]
+        return self.read_many([(file, offset, length)])[0]
+
+    def read_many(self, places: Sequence[tuple[str, int, int]]) -> list[bytes | None]:
+        found = self._store.pieces_at([(file, offset) for file, offset, _ in places])
+        return [
+            None if data is None else data[:length]
+            for data, (_, _, length) in zip(found, places, strict=True)
+        ]
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,9 @@ from projections.state import RolloutState, RunState
 
 __all__ = ["selected_results"]
 
+#: Rows read per query (or per pass over the files) by ``selected_results``.
+_CHUNK = 512
+
 _DECODER = msgspec.json.Decoder(dict[str, Any])
 
 
@@ -45,8 +48,7 @@ def _locations(ledger: Ledger, wanted: set[int]) -> dict[int, Location]:
     return found
 
 
-def _read(files: RunFiles, reader: RowReader, where: Location) -> dict[str, Any]:
-    data = reader.read_at(where.file, where.offset, where.length)
+def _decoded(files: RunFiles, where: Location, data: bytes | None) -> dict[str, Any]:
     if data is None:
         raise CorruptLedger(
             f"{files.describe(where.file)} is missing; run `rollout-ledger verify`",
@@ -60,6 +62,13 @@ def _read(files: RunFiles, reader: RowReader, where: Location) -> dict[str, Any]
             f"({exc}); run `rollout-ledger verify`",
             path=files.describe(where.file),
         ) from exc
+
+
+def _read_all(
+    files: RunFiles, reader: RowReader, places: list[Location]
+) -> list[dict[str, Any]]:
+    found = reader.read_many([(w.file, w.offset, w.length) for w in places])
+    return [_decoded(files, w, data) for w, data in zip(places, found, strict=True)]
 
 
 def _scored(row: dict[str, Any], decision: Decision) -> dict[str, Any]:
@@ -90,17 +99,31 @@ def selected_results(
     }
     locations = _locations(ledger, {seq for seq in sources.values() if seq is not None})
     files = ledger.files
+    keys = list(sources)
     with files.reader() as reader:
-        for key, seq in sources.items():
-            rollout = state.rollout(*key)
-            if seq is not None and seq in locations:
-                row = _read(files, reader, locations[seq])
-            else:
-                where = Location(
-                    file=files.names.materialized,
-                    offset=rollout.offset,
-                    length=rollout.length,
-                    row_sha256="0" * 64,
-                )
-                row = _read(files, reader, where)
-            yield _scored(row, decisions[key])
+        # Read in chunks: one query per chunk where the rows are in a store.
+        for start in range(0, len(keys), _CHUNK):
+            chunk = keys[start : start + _CHUNK]
+            places = [
+                _place(files, state, key, sources[key], locations) for key in chunk
+            ]
+            for key, row in zip(chunk, _read_all(files, reader, places), strict=True):
+                yield _scored(row, decisions[key])
+
+
+def _place(
+    files: RunFiles,
+    state: RunState,
+    key: tuple[int, int],
+    seq: int | None,
+    locations: dict[int, Location],
+) -> Location:
+    if seq is not None and seq in locations:
+        return locations[seq]
+    rollout = state.rollout(*key)
+    return Location(
+        file=files.names.materialized,
+        offset=rollout.offset,
+        length=rollout.length,
+        row_sha256="0" * 64,
+    )

@@ -31,6 +31,8 @@ from projections.state import RolloutState, RunState
 __all__ = ["build_plan", "read_materialized", "replan"]
 
 _ROW_DECODER = msgspec.json.Decoder(dict[str, Any])
+#: Materialized rows read per query where they are in a store (SC-2).
+_READ_CHUNK = 512
 
 
 def read_materialized(
@@ -39,22 +41,24 @@ def read_materialized(
     """The materialized rows of ``keys``, stamped with attempt and run id (REC-56)."""
     rows = []
     name = ledger.files.names.materialized
+    rollouts = [(state.rollout(task, index), attempt) for task, index, attempt in keys]
     with ledger.files.reader() as reader:
-        for task, index, attempt in keys:
-            rollout = state.rollout(task, index)
-            data = reader.read_at(name, rollout.offset, rollout.length) or b""
-            try:
-                row = _ROW_DECODER.decode(data)
-            except msgspec.DecodeError as exc:
-                where = ledger.files.describe(name)
-                raise CorruptLedger(
-                    f"line {rollout.line} of {where} does not decode: {exc}",
-                    path=where,
-                    line=rollout.line,
-                ) from exc
-            row["_ng_attempt_index"] = attempt
-            row["_ng_run_id"] = state.run_id
-            rows.append(row)
+        for start in range(0, len(rollouts), _READ_CHUNK):  # a query each in a store
+            chunk = rollouts[start : start + _READ_CHUNK]
+            found = reader.read_many([(name, r.offset, r.length) for r, _ in chunk])
+            for (rollout, attempt), data in zip(chunk, found, strict=True):
+                try:
+                    row = _ROW_DECODER.decode(data or b"")
+                except msgspec.DecodeError as exc:
+                    where = ledger.files.describe(name)
+                    raise CorruptLedger(
+                        f"line {rollout.line} of {where} does not decode: {exc}",
+                        path=where,
+                        line=rollout.line,
+                    ) from exc
+                row["_ng_attempt_index"] = attempt
+                row["_ng_run_id"] = state.run_id
+                rows.append(row)
     return rows
 
 
