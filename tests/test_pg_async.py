@@ -8,6 +8,7 @@ one transaction, each row is stored with its event, and the run verifies.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -109,3 +110,38 @@ def test_sc_3_an_attempt_another_worker_took_fails_alone_in_its_batch(
             key = (free["_ng_task_index"], free["_ng_rollout_index"])
             assert reserved.count(key) == 1
             assert len(reserved) == 2
+
+
+def test_sc_2_results_read_in_chunks_equal_the_exported_files(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CLI-12 on PostgreSQL reads rows a chunk per query; any chunk size, same rows."""
+    from ledger.run_copy import export_files
+
+    # The modules, not the functions projections re-exports under those names.
+    resume_module = importlib.import_module("projections.resume")
+    results_module = importlib.import_module("projections.results")
+
+    config, servers, _ = nemo_configuration()
+    rows = _rows(20)
+    with RunLock(url) as lock:
+        manifest = RunManifest.create(None, rows, config, servers)
+        with Ledger.create(url, manifest, rows, lock=lock) as coordinator:
+            plan = resume(coordinator, config, servers).plan
+            for row in plan.dispatch[::2]:  # half complete, half pending
+                coordinator.reserve(row)
+                coordinator.record({**row, "reward": 0.5, "response": {"output": []}})
+            copy = export_files(coordinator, tmp_path / "copy")
+            expected = list(
+                selected_results(coordinator, replay(coordinator), all=True)
+            )
+    assert len(expected) == len(rows)
+    for chunk in (1, 7, 512):
+        monkeypatch.setattr(results_module, "_CHUNK", chunk)
+        monkeypatch.setattr(resume_module, "_READ_CHUNK", chunk)
+        with Ledger.open(url) as led:
+            assert list(selected_results(led, replay(led), all=True)) == expected
+            again = resume(led, config, servers, dry_run=True).plan.dispatch
+        with Ledger.open(copy.out) as files:
+            assert list(selected_results(files, replay(files), all=True)) == expected
+            assert resume(files, config, servers, dry_run=True).plan.dispatch == again
