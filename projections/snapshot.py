@@ -14,7 +14,7 @@ import msgspec
 
 from ledger import Ledger, facts_rules, failure_kinds
 from ledger.policy import RecoveryPolicy
-from projections import classify, fold
+from projections import classify, fold, fold_step
 from projections import state as state_module
 from projections.state import RunState
 
@@ -24,7 +24,7 @@ __all__ = ["CODE_VERSION", "load_snapshot", "save_snapshot"]
 def _code_version() -> str:
     # Any change to the code that folds or classifies makes old snapshots unusable.
     digest = hashlib.sha256()
-    for module in (state_module, fold, classify, facts_rules, failure_kinds):
+    for module in (state_module, fold, fold_step, classify, facts_rules, failure_kinds):
         digest.update(Path(str(module.__file__)).read_bytes())
     return digest.hexdigest()[:16]
 
