@@ -11,16 +11,15 @@ the next writer open records (EV-12), never an event pointing at nothing.
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from ledger.collector_files import CollectorFiles
 from ledger.errors import (
     ConfigError,
-    CorruptLedger,
     IdentityMismatch,
     LedgerError,
     RowError,
@@ -130,10 +129,11 @@ class Recorder:
         self._rebuild = rebuild
         self._append = append
         self._new_id = new_id
-        self._durable = durable
+        self._files = (
+            None if folder is None else CollectorFiles(folder, durable=durable)
+        )
         self._store_rows = store_rows
         self._catch_up = catch_up
-        self._handles: dict[str, IO[bytes]] = {}
         self._broken: str | None = None
         #: Held around prepare-and-commit, so a batch sees a stable index.
         self.lock = threading.RLock()
@@ -394,49 +394,14 @@ class Recorder:
         return self._append([op.body for op in ops], actor)
 
     def _write_rows(self, ops: Sequence[Prepared]) -> None:
-        # One write per file and batch (P-7): the rows of a file are located
-        # back to back, from where its recorded bytes end.
-        by_file: dict[str, list[Prepared]] = {}
-        for op in ops:
-            if op.file is not None:
-                by_file.setdefault(op.file, []).append(op)
-        for file, group in by_file.items():
-            handle = self._handle(file)
-            expected = group[0].body.location.offset  # type: ignore[attr-defined]
-            if handle.tell() != expected:
-                raise CorruptLedger(
-                    f"{file} is {handle.tell()} bytes, but its recorded rows end at "
-                    f"{expected}: another process wrote to it; run "
-                    "`rollout-ledger verify`",
-                    path=self._folder() / file,
-                )
-            for op in group:
-                if op.body.location.offset != expected:  # type: ignore[attr-defined]
-                    raise LedgerError(f"{file}: rows of one batch are not contiguous")
-                expected += len(op.data)
-            handle.write(b"".join(op.data for op in group))
-        for file in by_file:
-            handle = self._handles[file]
-            handle.flush()
-            if self._durable:
-                os.fsync(handle.fileno())
-
-    def _folder(self) -> Path:
-        assert self.folder is not None, "a run without a folder stores its rows"
-        return self.folder
-
-    def _handle(self, file: str) -> IO[bytes]:
-        if file not in self._handles:
-            handle = open(self._folder() / file, "ab")  # noqa: SIM115 - kept open
-            handle.seek(0, os.SEEK_END)
-            self._handles[file] = handle
-        return self._handles[file]
+        if self._files is None:
+            raise LedgerError("a run without a folder stores its rows with events")
+        self._files.write(ops)
 
     def close(self) -> None:
         """Close the collector files."""
-        for handle in self._handles.values():
-            handle.close()
-        self._handles.clear()
+        if self._files is not None:
+            self._files.close()
 
 
 def _grade(row: Mapping[str, Any]) -> float | None:
