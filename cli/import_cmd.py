@@ -120,9 +120,9 @@ def _import_into_store(
     dry_run: bool,
     quiet: bool,
 ) -> None:
-    from ledger import Ledger, RunLock
+    from ledger import Ledger
     from ledger.paths import RunPaths
-    from ledger.run_copy import import_into_store
+    from ledger.run_copy import load_into_store
     from projections import import_run
 
     if not RunPaths.of(source).db.exists():  # saved without a ledger: REC-70 first
@@ -144,8 +144,7 @@ def _import_into_store(
             seq, digest = led.head()
         click.echo(f"would load {seq} events (head {digest.hex()}) into {url}")
         return
-    with RunLock(source), RunLock(url), Ledger.open(source) as led:
-        seq, digest = import_into_store(led, url)
+    seq, digest = load_into_store(source, url)
     click.echo(f"loaded {source} into {url}: {seq} events, head {digest.hex()}")
 
 

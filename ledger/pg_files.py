@@ -210,11 +210,6 @@ class StoreFilesMixin:
         with self._guard("reading rows"):
             return pieces_at(self._conn, self.run, places)
 
-    def pieces_from(self, file: str, start: int, limit: int) -> list[tuple[int, bytes]]:
-        """Up to ``limit`` stored pieces of ``file`` from offset ``start`` on."""
-        with self._guard("reading rows"):
-            return pieces_from(self._conn, self.run, file, start, limit)
-
     def file_pieces(self, file: str) -> Iterator[tuple[int, bytes]]:
         """Every stored piece of ``file`` in offset order, paged."""
         with self._guard("reading a file"):

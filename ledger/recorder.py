@@ -117,7 +117,6 @@ class Recorder:
         ``catch_up`` folds what other writers appended into the index before
         an operation is refused for want of it (SC-4); ``rebuild`` folds the
         whole index from the log, when many appends went unfolded."""
-        self.folder = folder
         self._index = index
         # Bodies appended but not yet folded into the index: folded when the
         # index is next read, so appends that nobody records after (operator
@@ -172,10 +171,6 @@ class Recorder:
 
     def catch_up_now(self) -> bool:
         """Fold what other writers appended, now; whether anyone else appends."""
-        return self._caught_up()
-
-    def _caught_up(self) -> bool:
-        """Fold what other writers appended; whether there was anyone to ask."""
         if self._catch_up is None:
             return False
         self._catch_up()
@@ -212,7 +207,7 @@ class Recorder:
         task, rollout = self._key(target)
         attempt = self._attempt_of(target, task, rollout)
         index = self.index  # once: a property (P-7)
-        if attempt not in index.released and self._caught_up():
+        if attempt not in index.released and self.catch_up_now():
             index = self.index
             attempt = self._attempt_of(target, task, rollout)
         if attempt not in index.released:
@@ -266,7 +261,7 @@ class Recorder:
         if (
             reserved not in self.index.reserved
             and reserved not in staged.reserved
-            and not (self._caught_up() and reserved in self.index.reserved)
+            and not (self.catch_up_now() and reserved in self.index.reserved)
         ):
             raise ConfigError(
                 f"attempt {attempt} of task {task}, rollout {rollout} was not reserved "
@@ -296,7 +291,7 @@ class Recorder:
         """REC-30: admit a released re-judgment, once, before the judge call."""
         key = (task, rollout, attempt)
         if key not in self.index.released_rejudge and not (
-            self._caught_up() and key in self.index.released_rejudge
+            self.catch_up_now() and key in self.index.released_rejudge
         ):
             raise ConfigError(
                 f"attempt {attempt} of task {task}, rollout {rollout} is not released "
@@ -328,7 +323,7 @@ class Recorder:
         """REC-30: the re-judgment's row, graded to ``OUT`` or failed to the sidecar."""
         if admission_id in staged.closed or (
             admission_id not in self.index.open_admissions
-            and not (self._caught_up() and admission_id in self.index.open_admissions)
+            and not (self.catch_up_now() and admission_id in self.index.open_admissions)
         ):
             raise ConfigError(
                 f"judge admission {admission_id!r} is not open in this run; admit the "

@@ -23,6 +23,7 @@ from typing import BinaryIO
 from ledger.errors import ConfigError, CorruptLedger, LedgerError
 from ledger.events import Location
 from ledger.files import atomic_replace, fsync_dir
+from ledger.lock import RunLock
 from ledger.paths import RunPaths
 from ledger.pg_store import NewRow, PostgresStore
 from ledger.run import Ledger
@@ -30,7 +31,7 @@ from ledger.run_url import RunUrl
 from ledger.store import EventRow, NewEvent, SQLiteStore
 from ledger.stored import decode_row
 
-__all__ = ["PUBLISHED_NAMES", "export_files", "import_into_store"]
+__all__ = ["PUBLISHED_NAMES", "export_files", "import_into_store", "load_into_store"]
 
 #: The published files a run may hold (architecture.md, "Files of one run").
 PUBLISHED_NAMES = (
@@ -151,6 +152,17 @@ def _write_ledger(source: Ledger, paths: RunPaths, head: tuple[int, bytes]) -> N
 
 
 # -- into PostgreSQL --------------------------------------------------------------
+
+
+def load_into_store(out: Path | str, url: RunUrl | str) -> tuple[int, bytes]:
+    """``import_into_store`` of the run at ``out`` under both runs' locks; its head.
+
+    The file-based run's lock keeps its writer out while it is copied; the new
+    run's lock makes this process its coordinator until the copy is whole.
+    """
+    target = url if isinstance(url, RunUrl) else RunUrl.parse(url)
+    with RunLock(out), RunLock(str(target)), Ledger.open(out) as source:
+        return import_into_store(source, target)
 
 
 def import_into_store(source: Ledger, url: RunUrl | str) -> tuple[int, bytes]:
