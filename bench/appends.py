@@ -19,9 +19,9 @@ from bench.manifest import BenchManifest
 from bench.sizes import GROUP
 from ledger.clock import Clock
 from ledger.events import Event, chain_hash, decode_body, kind_of
-from ledger.lock import RunLock
 from ledger.paths import RunPaths
-from ledger.run import Ledger
+from ledger.run.ledger import Ledger
+from ledger.run.lock import RunLock
 
 __all__ = [
     "INSERT",

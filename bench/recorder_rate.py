@@ -22,9 +22,9 @@ from bench.rowpool import compact_pool
 from bench.runs import recorder_rows
 from bench.sizes import CONCURRENCY, GROUP
 from ledger.events import AttemptsReleased, encode_body
-from ledger.lock import RunLock
 from ledger.paths import RunPaths
-from ledger.run import Ledger
+from ledger.run.ledger import Ledger
+from ledger.run.lock import RunLock
 
 __all__ = ["p7_baseline", "p7_ours", "recorder_stream"]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 
 from bench.context import Context, Measured
-from ledger.policy_log import policy_from_json
-from ledger.run import Ledger
+from ledger.policy.log import policy_from_json
+from ledger.run.ledger import Ledger
 from projections import coverage, decide_all, replay
 from projections.snapshot import load_snapshot
 

@@ -1,7 +1,7 @@
 """P-4 (ours): planning the resume of the 100k-rollout run.
 
 Timed: opening the run as ``rollout-ledger resume --dry-run`` does (a reader:
-the EV-12 checks of the head) and ``projections.resume(..., dry_run=True)``:
+the EV-12 checks of the head) and ``projections.replan(..., dry_run=True)``:
 replay, the current manifest of the configuration the run was created with
 (``bench.manifest``, so the gate passes: the materialized inputs are hashed
 and their agents read), the gate, every decision, and the plan with the rows
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from bench.context import Context, Measured
 from bench.manifest import collection_config, servers_config
-from ledger.run import Ledger
+from ledger.run.ledger import Ledger
 from projections import resume
 
 __all__ = ["p4_close", "p4_kill"]

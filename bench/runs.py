@@ -24,9 +24,9 @@ from bench.scenario import Attempt, Plan, make_plan
 from bench.sizes import GROUP
 from ledger.clock import Clock
 from ledger.events import AttemptsReleased, Event, ResumeStarted, encode_body
-from ledger.lock import RunLock
 from ledger.paths import RunPaths
-from ledger.run import Ledger
+from ledger.run.ledger import Ledger
+from ledger.run.lock import RunLock
 
 __all__ = [
     "BuiltRun",

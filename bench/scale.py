@@ -47,9 +47,9 @@ from bench.rowpool import compact_pool
 from bench.runs import build_run, recorder_rows
 from bench.scenario import make_plan
 from ledger.events import AttemptsReleased
-from ledger.lock import RunLock
-from ledger.pg_schema import SCHEMA
-from ledger.run import Ledger
+from ledger.postgres.schema import SCHEMA
+from ledger.run.ledger import Ledger
+from ledger.run.lock import RunLock
 
 __all__ = ["END", "START", "ScaleSizes", "main", "section", "write_section"]
 
@@ -246,7 +246,7 @@ def prepare_replay(
     sizes: ScaleSizes, store: str, workdir: Path, seed: int
 ) -> tuple[Path, str, str]:
     """The replay log on SQLite, the same events on PostgreSQL, and a note."""
-    from ledger.run_copy import import_into_store
+    from ledger.postgres.copy import import_into_store
 
     started = time.perf_counter()
     rollouts = _rollouts_for(sizes.replay_events, seed)

@@ -87,13 +87,13 @@ def doctor(out: Path) -> None:
       rollout-ledger doctor results/rollouts.jsonl
     """
     from ledger import ConfigError, LedgerError
-    from ledger.doctor import (
+    from ledger.paths import RunPaths  # library gap: RunPaths is not exported
+    from ledger.run.doctor import (
         flock_check,
         free_space_check,
         lock_holder_check,
         wal_check,
     )
-    from ledger.paths import RunPaths  # library gap: RunPaths is not exported
 
     if isinstance(out, str):  # a run on PostgreSQL (SC-1)
         _doctor_store(out)

@@ -16,7 +16,7 @@ from cli.common import operator_actor, out_argument, reader, writer
 
 if TYPE_CHECKING:
     from projections import RunState
-    from projections.operator import OperatorResult
+    from projections.actions import OperatorResult
 
 __all__ = ["approve", "extend_attempts", "policy", "reset_budget"]
 
@@ -37,7 +37,7 @@ def _held_attempts(
     state: RunState, reason_held: str | None, kind: str | None
 ) -> list[tuple[int, int, int, str]]:
     from cli.render import decision_line
-    from projections.operator import held_attempts
+    from projections.actions import held_attempts
 
     return [
         (task, rollout, d.attempt, decision_line(task, rollout, d))
@@ -93,7 +93,7 @@ def approve(
           --reason-held masked_without_artifact --reason "artifacts lost" --dry-run
     """
     from projections import replay
-    from projections.operator import approve as approve_attempts
+    from projections.actions import approve as approve_attempts
 
     named = (task, rollout, attempt)
     if (all_held and named != (None, None, None)) or (not all_held and None in named):
@@ -136,7 +136,7 @@ def reset_budget(out: Path, reason: str) -> None:
       rollout-ledger reset-budget results/rollouts.jsonl --reason "judge outage"
     """
     from ledger.events import FailureBudgetReset
-    from projections.operator import reset_budget as reset
+    from projections.actions import reset_budget as reset
 
     with writer(out) as led:
         result = reset(led, reason=reason, actor=operator_actor())
@@ -165,7 +165,7 @@ def extend_attempts(out: Path, total: int, reason: str) -> None:
     Example:
       rollout-ledger extend-attempts results/rollouts.jsonl 2 --reason "flaky judge"
     """
-    from projections.operator import extend_attempts as extend
+    from projections.actions import extend_attempts as extend
 
     with writer(out) as led:
         result = extend(led, total, reason=reason, actor=operator_actor())
@@ -218,7 +218,7 @@ def policy(out: Path, settings: tuple[str, ...], reason: str) -> None:
     """
     import msgspec
 
-    from projections.operator import set_policy
+    from projections.actions import set_policy
 
     wanted = dict(_setting(text) for text in settings)
     with writer(out) as led:

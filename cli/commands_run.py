@@ -81,7 +81,7 @@ def create(
           --config collection.yaml --global-config servers.yaml
     """
     from ledger import Ledger, RunLock, RunManifest, creation_policy
-    from ledger.plan_record import read_plan_rows
+    from ledger.run.plan_record import read_plan_rows
     from projections import publish, replay
 
     collection = load_config(config)
@@ -250,7 +250,7 @@ def record(out: Path, rows_file: Path) -> None:
     Example:
       rollout-ledger record results/rollouts.jsonl outcomes.jsonl
     """
-    from ledger.plan_record import read_plan_rows, record_plan_rows
+    from ledger.run.plan_record import read_plan_rows, record_plan_rows
     from projections import publish, replay
 
     rows, lines = read_plan_rows(rows_file)

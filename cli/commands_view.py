@@ -252,7 +252,7 @@ def export(
 
 def _export_files(out: Path | str, folder: Path, output: Path | None) -> None:
     from ledger import ConfigError
-    from ledger.run_copy import export_files
+    from ledger.postgres.copy import export_files
 
     if output is not None:
         raise ConfigError("give -o FILE or --files DIR, not both")

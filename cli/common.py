@@ -53,7 +53,7 @@ class RunTarget(click.ParamType):
     ) -> Path | str:
         import os
 
-        from ledger.run_url import STORE_ENV, is_run_url, resolve_run
+        from ledger.postgres.url import STORE_ENV, is_run_url, resolve_run
 
         text = str(value)
         if is_run_url(text):

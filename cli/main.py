@@ -16,11 +16,11 @@ import click
 
 from cli.commands_config import diff_config
 from cli.commands_health import doctor, verify
+from cli.commands_import import import_
 from cli.commands_operator import approve, extend_attempts, policy, reset_budget
 from cli.commands_run import create, record, resume
 from cli.commands_view import check, export, head, history, results, status
 from cli.demo import demo
-from cli.import_cmd import import_
 
 __all__ = ["main"]
 

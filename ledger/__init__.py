@@ -5,12 +5,8 @@ configuration identity and the manifest, and the row facts. Everything not
 listed in ``__all__`` is private and may move.
 """
 
-from ledger import events, facts_rules
-from ledger.async_recorder import AsyncRecorder
-from ledger.attempts_cap import max_rollout_attempts
+from ledger import events
 from ledger.clock import Clock
-from ledger.credentials import credential_safe
-from ledger.drift import Drift, classify_key, diff_keys, drift
 from ledger.errors import (
     ConcurrencyConflict,
     ConfigError,
@@ -22,17 +18,20 @@ from ledger.errors import (
     RowError,
     UnknownEvent,
 )
-from ledger.facts import RowFacts
-from ledger.failure_kinds import FAILURE_KINDS, is_namespaced, is_registered, side
 from ledger.files import atomic_replace, publish_json
-from ledger.identity import config_identity, identity_digest
-from ledger.judge import JudgeAdmission
-from ledger.legacy import import_legacy_run
-from ledger.lock import RunLock
-from ledger.manifest import RunManifest
-from ledger.policy import RecoveryPolicy
-from ledger.policy_source import creation_policy
-from ledger.rows import (
+from ledger.identity.credentials import credential_safe
+from ledger.identity.digest import config_identity, identity_digest
+from ledger.identity.drift import Drift, classify_key, diff_keys, drift
+from ledger.identity.manifest import RunManifest
+from ledger.legacy.importer import import_legacy_run
+from ledger.policy.attempts_cap import max_rollout_attempts
+from ledger.policy.judge import JudgeAdmission
+from ledger.policy.model import RecoveryPolicy
+from ledger.policy.source import creation_policy
+from ledger.rows import policy_rules as facts_rules
+from ledger.rows.facts import RowFacts
+from ledger.rows.failure_kinds import FAILURE_KINDS, is_namespaced, is_registered, side
+from ledger.rows.rules import (
     NG_NO_GENERATION_METADATA,
     applied_result_class,
     faults_own_window,
@@ -59,7 +58,9 @@ from ledger.rows import (
     sandbox_or_tool_fault,
     selected_failure_kind,
 )
-from ledger.run import Ledger
+from ledger.run.async_recorder import AsyncRecorder
+from ledger.run.ledger import Ledger
+from ledger.run.lock import RunLock
 
 __all__ = [
     "FAILURE_KINDS",

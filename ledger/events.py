@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from ledger.facts import RowFacts
+from ledger.rows.facts import RowFacts
 
 __all__ = [
     "EVENT_TYPES",

@@ -10,6 +10,14 @@ operator actions (``approve``, ``reset_budget``, ``extend_attempts``,
 private and may move.
 """
 
+from projections.actions import (
+    OperatorResult,
+    approve,
+    extend_attempts,
+    held_attempts,
+    reset_budget,
+    set_policy,
+)
 from projections.config_diff import ConfigDiff, KeyDiff, config_diff
 from projections.coverage import (
     Coverage,
@@ -18,23 +26,15 @@ from projections.coverage import (
     excluded_sidecar_lines,
 )
 from projections.decide import Decision, decide, decide_all
-from projections.fold import replay
 from projections.gate import GateVerdict, gate
 from projections.history import History, HistoryEntry, history
 from projections.importing import import_run
-from projections.operator import (
-    OperatorResult,
-    approve,
-    extend_attempts,
-    held_attempts,
-    reset_budget,
-    set_policy,
-)
 from projections.plan import HeldItem, Plan, RejudgeItem
 from projections.publish import publish
+from projections.replan import replan
+from projections.replay import replay
 from projections.results import selected_results
-from projections.resume import replan
-from projections.resume_run import Resume, resume
+from projections.resume import Resume, resume
 from projections.state import RunState
 from projections.verify import Finding, verify
 

@@ -8,9 +8,9 @@ and REC-4's "free" are read off the same classification that decides.
 from __future__ import annotations
 
 from ledger import facts_rules
-from ledger.facts import RowFacts
-from ledger.failure_kinds import kind_is
-from ledger.policy import RecoveryPolicy
+from ledger.policy.model import RecoveryPolicy
+from ledger.rows.facts import RowFacts
+from ledger.rows.failure_kinds import kind_is
 
 __all__ = ["BRANCHES", "CODES", "OMISSION", "Branch", "classify", "is_terminal_failure"]
 

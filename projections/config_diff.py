@@ -12,10 +12,10 @@ from typing import Any
 import msgspec
 
 from ledger import Ledger
-from ledger.normalize import get_path, has_path
-from projections.current import current_manifest
-from projections.fold import replay
+from ledger.identity.normalize import get_path, has_path
+from projections.current_manifest import current_manifest
 from projections.gate import GateVerdict, gate
+from projections.replay import replay
 
 __all__ = ["ConfigDiff", "KeyDiff", "config_diff"]
 

@@ -1,249 +1,394 @@
-"""``replay``: a pure fold of stored events into a :class:`RunState` (REC-1..REC-16).
+"""The fold's step: how each stored event changes a :class:`RunState` (REC-1..REC-16).
 
-The fold classifies every outcome under the policy in force at the head of the
-log (REC-60): the policy events are read first, cheaply, then every event is
-folded once. No I/O and no clock: the same events always give the same state.
-
-A ledger is replayed on a fast path (P-3, P-4): its rows are read without the
-columns the fold does not use, and an outcome's facts are decoded, and so
-checked, the first time the fold meets their bytes; a fold keeps what it
-classified per distinct facts. Every body is still checked as
-``Ledger.events`` checks it, and a body that does not decode raises the same
-error, from the same code (``ledger.stored.decode_row``).
+``FoldStep`` holds one replay's policy, caches and state, and folds events one at
+a time, either decoded (``StoredEvent``) or on the fast path (P-3: a row's
+``(seq, kind, body)``, an outcome's facts decoded and classified once per
+distinct bytes). ``projections.replay`` drives it: what to read, from where
+(a snapshot, seq 1), and under which policy.
 """
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from typing import Any, Protocol
+from collections.abc import Callable, Iterator
+from sys import intern
+from typing import Any, Union
 
 import msgspec
 
 from ledger import events as ev
-from ledger.policy import RecoveryPolicy
-from ledger.policy_log import policy_from_events
-from ledger.store import EventRow
-from ledger.stored import decode_row
-from projections.fold_step import FAST_DECODER, FoldStep
+from ledger import facts_rules
+from ledger.errors import UnknownEvent
+from ledger.policy.model import RecoveryPolicy
+from ledger.rows.facts import RowFacts
+from ledger.store.decode import decode_row
+from ledger.store.sqlite import EventRow
+from projections.classify import CODES, OMISSION, classify
 from projections.state import (
+    CODE_SHIFT,
+    LATE,
+    MASKED,
+    RESERVED,
+    Attempt,
+    BudgetReset,
+    DriftEntry,
+    Judgment,
+    RolloutExtras,
+    RolloutState,
     RunState,
 )
 
-__all__ = ["EventSource", "apply", "gc_paused", "replay"]
+__all__ = ["FAST_DECODER", "FoldRow", "FoldStep", "Outcome"]
 
-_POLICY_KINDS = ("run_created", "policy_changed")
+# Rows of one run repeat the same facts often; a small cache per fold keeps the
+# hits without keeping many decoded facts alive (P-3). It is emptied when full.
+_CLASSIFIED_CACHE = 4096
+_MANIFEST_SKIP = {"identity", "policy", "index"}
+_FLAG_MASK = (1 << CODE_SHIFT) - 1
 
-
-class EventSource(Protocol):
-    """A ledger: anything with ``events(from_seq, *, kinds)``."""
-
-    def events(
-        self, from_seq: int = 1, *, kinds: Any = ()
-    ) -> Iterable[ev.StoredEvent]: ...
-
-
-def _head_policy(events: Iterable[ev.StoredEvent]) -> RecoveryPolicy:
-    return policy_from_events(event.body for event in events)
-
-
-class _PolicyOnly(msgspec.Struct, tag_field="kind", tag="run_created"):
-    """``run_created`` as the policy read decodes it: its policy, not its index."""
-
-    policy: dict[str, Any] = {}
+#: What the fold keeps of an outcome's facts: its branch code and grade (under
+#: the fold's policy), reward, selected kind (interned), masked, wallclock.
+Outcome = tuple[int, float | None, float | None, str | None, bool, float | None]
+#: A stored row as the fast path reads it: seq, kind, body bytes.
+FoldRow = tuple[int, str, bytes]
+#: The kinds whose fold step reads the event's ``at`` (read apart, when met).
+_NEEDS_AT = frozenset({"drift_accepted", "failure_budget_reset"})
 
 
-_POLICY_DECODER = msgspec.json.Decoder(_PolicyOnly)
-#: A ``run_created`` to carry a decoded policy to ``policy_from_events``, which
-#: reads nothing else of it.
-_CARRIER = ev.RunCreated(
-    run_id="-", created_at="-", materialized_digest="-", config_digest="-",
-    max_rollout_attempts=1,
-)  # fmt: skip
+class _ResultRow(msgspec.Struct, tag_field="kind", tag="result_saved", kw_only=True):
+    """``result_saved`` as the fast path decodes it: the facts left as bytes."""
+
+    task: ev.NonNegative
+    rollout: ev.NonNegative
+    attempt: ev.NonNegative
+    location: ev.Location
+    facts: msgspec.Raw
 
 
-def _ledger_policy(ledger: Any) -> RecoveryPolicy:
-    """The head policy of a ledger, its ``run_created`` decoded for the policy only.
+class _FailureRow(msgspec.Struct, tag_field="kind", tag="failure_saved", kw_only=True):
+    """``failure_saved`` as the fast path decodes it: the facts left as bytes."""
 
-    The index (one entry per rollout) is decoded once, by the fold (P-4, P-5).
-    A body that does not decode so is decoded in full, for its error.
-    """
-    return _policy_of_rows(ledger.raw_events(1, kinds=_POLICY_KINDS), [], ledger)
-
-
-def _policy_of_rows(
-    rows: Iterable[EventRow], bodies: list[object], ledger: Any
-) -> RecoveryPolicy:
-    """``_ledger_policy`` over ``rows``, after the policy bodies ``bodies``."""
-    path = ledger.where
-    for row in rows:
-        data = bytes(row.body)
-        if row.kind == "run_created":
-            try:
-                light = _POLICY_DECODER.decode(data)
-            except msgspec.DecodeError:
-                light = None
-            if light is not None:
-                bodies.append(msgspec.structs.replace(_CARRIER, policy=light.policy))
-                continue
-        bodies.append(decode_row(row, path=path).body)
-    return policy_from_events(bodies)
+    task: ev.NonNegative
+    rollout: ev.NonNegative
+    attempt: ev.NonNegative
+    location: ev.Location
+    sidecar_line: ev.NonNegative
+    facts: msgspec.Raw
 
 
-def replay(
-    events: EventSource | Iterable[ev.StoredEvent],
-    *,
-    policy_override: RecoveryPolicy | None = None,
-    state: RunState | None = None,
-    use_snapshot: bool = True,
-) -> RunState:
-    """Fold stored events (a ledger, or any iterable of them) into a ``RunState``.
+_FAST_TYPES: tuple[type, ...] = tuple(
+    {ev.ResultSaved: _ResultRow, ev.FailureSaved: _FailureRow}.get(t, t)
+    for t in ev.EVENT_TYPES
+)
+FAST_DECODER: msgspec.json.Decoder[Any] = msgspec.json.Decoder(
+    Union[_FAST_TYPES]  # noqa: UP007  (a union of a runtime tuple of types)
+)
+_FACTS_DECODER = msgspec.json.Decoder(RowFacts)
+_FAST_TYPE_OF_KIND: dict[str, type] = {
+    t.__struct_config__.tag: t  # type: ignore[attr-defined]
+    for t in _FAST_TYPES
+}
+# How the fast path folds each kind.
+_PLAIN, _WITH_AT, _RESERVED, _SAVED = range(4)
+_MODE_OF_KIND: dict[str, int] = {
+    kind: _WITH_AT if kind in _NEEDS_AT else _PLAIN for kind in _FAST_TYPE_OF_KIND
+} | {"attempt_reserved": _RESERVED, "result_saved": _SAVED, "failure_saved": _SAVED}
 
-    ``policy_override`` classifies under another policy, for what-if analysis;
-    ``state`` continues a fold with the events that follow it. Given a ledger,
-    a matching snapshot (EV-14) replaces the events it covers.
-    """
-    if isinstance(events, Iterable):
-        stream: Iterable[ev.StoredEvent] = list(events)
-        policy = policy_override or _head_policy(
-            e for e in stream if e.kind in _POLICY_KINDS
+
+def _checked_body(seq: int, kind: str, data: bytes, path: Any) -> Any:
+    # The full decoder's verdict, and its error, for a body the fast path
+    # could not take (decode_row raises what Ledger.events raises).
+    return decode_row(EventRow(seq, kind, "", "", data, b"", b""), path=path).body
+
+
+class FoldStep:
+    """One fold step per kind; each handler is small and touches only the state."""
+
+    def __init__(self, state: RunState, policy: RecoveryPolicy) -> None:
+        self.state = state
+        self.policy = policy
+        self._outcomes: dict[Any, Outcome] = {}  # facts (or their bytes) -> Outcome
+        self._handlers: dict[str, Callable[[Any, int, str], None]] = {
+            kind: getattr(self, f"_{kind}")
+            for kind in ev.KINDS
+            if hasattr(self, f"_{kind}")
+        }
+
+    def _classify(self, facts: RowFacts) -> Outcome:
+        """The outcome's branch code (REC-20), grade (ROW-12) and kept facts."""
+        kind = facts.selected_kind
+        return (
+            CODES[classify(facts, self.policy)],
+            _grade(facts, self.policy),
+            facts.reward,
+            None if kind is None else intern(kind),
+            facts.masked,
+            facts.wallclock,
         )
-    else:
-        fast = _has_fast_rows(events)
-        if fast and state is None and not use_snapshot and policy_override is None:
-            started = _replay_from_start(events)
-            if started is not None:
-                return started
-        if policy_override is not None:
-            policy = policy_override
-        elif fast:
-            policy = _ledger_policy(events)
-        else:
-            policy = _head_policy(events.events(1, kinds=_POLICY_KINDS))
-        if state is None and use_snapshot and policy_override is None:
-            state = _snapshot(events, policy)
-        from_seq = 1 if state is None else state.as_of_seq + 1
-        if fast:
-            return _replay_rows(events, from_seq, policy, state)
-        stream = events.events(from_seq)
-    folded = state if state is not None else RunState()
-    folded.policy = policy.to_json_dict()
-    step = FoldStep(folded, policy)
-    last = None
-    for last in stream:
-        step.fold(last)
-    if last is not None:  # the head, once (hex per event costs P-3 time)
-        step.at(last.seq, last.hash)
-    return folded
+
+    def _outcome_of(self, facts: RowFacts) -> Outcome:
+        found = self._outcomes.get(facts)
+        if found is None:
+            if len(self._outcomes) >= _CLASSIFIED_CACHE:
+                self._outcomes.clear()
+            found = self._outcomes[facts] = self._classify(facts)
+        return found
+
+    def apply(self, event: ev.StoredEvent) -> None:
+        """Fold one event and move the state's head to it."""
+        self.fold(event)
+        self.at(event.seq, event.hash)
+
+    def fold(self, event: ev.StoredEvent) -> None:
+        """Fold one event; the head moves with ``at``."""
+        handler = self._handlers.get(event.kind)
+        if handler is not None:
+            handler(event.body, event.seq, event.at)
+
+    def fold_rows(
+        self, rows: Iterator[FoldRow], path: Any, row_at: Callable[[int], EventRow]
+    ) -> int | None:
+        """Fold stored rows, decoding each as ``Ledger.events`` would; the last seq.
+
+        ``row_at(seq)`` reads one stored row, for the few kinds that fold ``at``.
+        """
+        handlers, decode = self._handlers, FAST_DECODER.decode
+        outcomes, rollouts = self._outcomes, self.state.rollouts
+        last = None
+        for seq, kind, data in rows:
+            expected = _FAST_TYPE_OF_KIND.get(kind)
+            if expected is None:
+                raise UnknownEvent(seq=seq, kind=kind, path=path)
+            try:
+                body = decode(data)
+            except msgspec.DecodeError:
+                body = _checked_body(seq, kind, data, path)
+            if type(body) is not expected:
+                body = _checked_body(seq, kind, data, path)
+            last = seq
+            mode = _MODE_OF_KIND[kind]
+            if mode == _RESERVED:  # _attempt_reserved, inlined: half of a log
+                by_rollout = rollouts.get(body.task)
+                rollout = None if by_rollout is None else by_rollout.get(body.rollout)
+                if rollout is not None:
+                    record = rollout.add_attempt(body.attempt)
+                    bits = record.bits
+                    if not bits & RESERVED:
+                        record.bits = bits | RESERVED
+                        record.seq = record.seq or seq  # an outcome's seq stays
+            elif mode == _SAVED and type(body.facts) is msgspec.Raw:
+                key = bytes(body.facts)
+                outcome = outcomes.get(key)
+                if outcome is None:
+                    outcome = self._raw_outcome(key, seq, kind, data, path)
+                self._saved(body, seq, outcome)
+            else:
+                handler = handlers.get(kind)
+                if handler is not None:
+                    handler(body, seq, row_at(seq).at if mode == _WITH_AT else "")
+        return last
+
+    def _raw_outcome(
+        self, key: bytes, seq: int, kind: str, data: bytes, path: Any
+    ) -> Outcome:
+        try:
+            facts = _FACTS_DECODER.decode(key)
+        except msgspec.DecodeError:
+            facts = _checked_body(seq, kind, data, path).facts
+        if len(self._outcomes) >= _CLASSIFIED_CACHE:
+            self._outcomes.clear()
+        outcome = self._outcomes[key] = self._classify(facts)
+        return outcome
+
+    def at(self, seq: int, head_hash: bytes) -> None:
+        """The state is as of the event ``seq`` whose hash is ``head_hash``."""
+        self.state.as_of_seq = seq
+        self.state.head_hash = head_hash.hex()
+
+    # -- run and manifest ----------------------------------------------------
+
+    def _run_created(self, body: ev.RunCreated, seq: int, at: str) -> None:
+        state = self.state
+        state.run_id = body.run_id
+        state.manifest = {
+            name: getattr(body, name)
+            for name in body.__struct_fields__
+            if name not in _MANIFEST_SKIP
+        }
+        state.identity = body.identity
+        state.max_rollout_attempts = body.max_rollout_attempts
+        lengths: dict[int, int] = {}  # rows repeat lengths: one int object each
+        for line, (task, rollout, offset, length, agent, rollout_id) in enumerate(
+            body.index, start=1
+        ):
+            extras = None if rollout_id is None else RolloutExtras(rollout_id)
+            state.rollouts.setdefault(task, {})[rollout] = RolloutState(
+                line, offset, lengths.setdefault(length, length),
+                agent=None if agent is None else intern(agent), extras=extras,
+            )  # fmt: skip
+
+    def _legacy_imported(self, body: ev.LegacyImported, seq: int, at: str) -> None:
+        self.state.legacy = {
+            "rows_read": body.rows_read,
+            "rows_imported": body.rows_imported,
+            "rows_rejected": body.rows_rejected,
+        }
+
+    def _adopt(self, to_digest: str, identity: dict[str, Any]) -> None:
+        self.state.manifest["config_digest"] = to_digest
+        self.state.identity = identity
+
+    def _drift_accepted(self, body: ev.DriftAccepted, seq: int, at: str) -> None:
+        self._adopt(body.to_digest, body.identity)
+        self.state.drift.append(
+            DriftEntry(at, body.from_digest, body.to_digest, body.operational_keys)
+        )
+
+    def _identity_adopted(self, body: ev.IdentityAdopted, seq: int, at: str) -> None:
+        self._adopt(body.to_digest, body.identity)
+        self.state.adoptions += 1
+
+    def _identity_overridden(
+        self, body: ev.IdentityOverridden, seq: int, at: str
+    ) -> None:
+        self._adopt(body.to_digest, body.identity)
+        manifest = self.state.manifest
+        manifest["materialized_digest"] = body.materialized_digest
+        manifest["source_digest"] = body.source_digest
+        manifest["identity_overridden"] = True  # REC-54: for good
+        self.state.overrides += 1
+
+    # -- operator and resume events -----------------------------------------
+
+    def _attempts_extended(self, body: ev.AttemptsExtended, seq: int, at: str) -> None:
+        self.state.extension = body.total  # REC-11: the latest total is in force
+
+    def _failure_budget_reset(
+        self, body: ev.FailureBudgetReset, seq: int, at: str
+    ) -> None:
+        self.state.before_seq = body.before_seq
+        self.state.excluded_lines = body.excluded_lines
+        self.state.budget_resets.append(
+            BudgetReset(at, body.excluded_lines, body.before_seq, body.reason)
+        )
+
+    def _policy_changed(self, body: ev.PolicyChanged, seq: int, at: str) -> None:
+        self.state.policy_changes += 1  # the head policy was applied up front
+
+    def _rerun_approved(self, body: ev.RerunApproved, seq: int, at: str) -> None:
+        rollout = self._rollout(body.task, body.rollout)
+        if rollout is not None:
+            if rollout.approvals is None:
+                rollout.approvals = {}
+            rollout.approvals[body.attempt] = seq
+
+    def _resume_started(self, body: ev.ResumeStarted, seq: int, at: str) -> None:
+        self.state.resumes += 1
+        self.state.latest_resume_seq = seq
+
+    def _tail_repaired(self, body: ev.TailRepaired, seq: int, at: str) -> None:
+        self.state.repairs += 1
+
+    # -- attempts and outcomes ------------------------------------------------
+
+    def _rollout(self, task: int, rollout: int) -> RolloutState | None:
+        by_rollout = self.state.rollouts.get(task)
+        return None if by_rollout is None else by_rollout.get(rollout)
+
+    def _attempt_reserved(self, body: ev.AttemptReserved, seq: int, at: str) -> None:
+        by_rollout = self.state.rollouts.get(body.task)
+        rollout = None if by_rollout is None else by_rollout.get(body.rollout)
+        if rollout is not None:
+            record = rollout.add_attempt(body.attempt)
+            bits = record.bits
+            if not bits & RESERVED:
+                record.bits = bits | RESERVED
+                record.seq = record.seq or seq  # an outcome's seq stays
+
+    def _outcome(
+        self, body: ev.ResultSaved | ev.FailureSaved, seq: int, at: str
+    ) -> None:
+        self._saved(body, seq, self._outcome_of(body.facts))
+
+    _result_saved = _outcome
+    _failure_saved = _outcome
+
+    def _saved(self, body: Any, seq: int, outcome: Outcome) -> None:
+        """Record an outcome event's classified facts on its attempt."""
+        by_rollout = self.state.rollouts.get(body.task)
+        rollout = None if by_rollout is None else by_rollout.get(body.rollout)
+        if rollout is None:
+            return  # ID-40: rows of other keys never reach the log
+        record = self._first_of(rollout, body.attempt, seq)
+        if record is None:
+            return
+        code, grade, reward, kind, masked, wallclock = outcome
+        # The branch code and the flags share one int (state.Attempt.bits).
+        flags = record.bits & _FLAG_MASK | (MASKED if masked else 0)
+        record.bits = (code + 1) << CODE_SHIFT | flags
+        record.grade, record.reward, record.kind = grade, reward, kind
+        if wallclock is not None and (
+            rollout.wallclock is None or wallclock > rollout.wallclock
+        ):
+            rollout.wallclock = wallclock  # the longest recorded
+
+    def _omission_saved(self, body: ev.OmissionSaved, seq: int, at: str) -> None:
+        record = self._first_outcome(body.task, body.rollout, body.attempt, seq)
+        if record is not None:
+            record.code = CODES[OMISSION]
+            record.kind = "skipped"
+
+    def _first_outcome(
+        self, task: int, index: int, attempt: int, seq: int
+    ) -> Attempt | None:
+        """The attempt's record when this is its first outcome, else ``None``."""
+        rollout = self._rollout(task, index)
+        if rollout is None:
+            return None  # ID-40: rows of other keys never reach the log
+        return self._first_of(rollout, attempt, seq)
+
+    def _first_of(
+        self, rollout: RolloutState, attempt: int, seq: int
+    ) -> Attempt | None:
+        """``_first_outcome`` for a rollout already looked up."""
+        record = rollout.add_attempt(attempt)
+        if record.has_outcome:
+            rollout.duplicates += 1  # REC-1: the first outcome stands
+            return None
+        record.seq = seq
+        if rollout.latest is not record:
+            record.bits |= LATE  # REC-2: superseded, shown in history only
+            rollout.superseded += 1
+        return record
+
+    def _judge_admitted(self, body: ev.JudgeAdmitted, seq: int, at: str) -> None:
+        rollout = self._rollout(body.task, body.rollout)
+        if rollout is None:
+            return
+        judgment = Judgment(admission_id=body.admission_id, seq=seq)
+        if rollout.judgments is None:
+            rollout.judgments = {}
+        rollout.judgments.setdefault(body.attempt, []).append(judgment)
+        self.state.open_admissions[body.admission_id] = (
+            body.task, body.rollout, body.attempt,
+        )  # fmt: skip
+
+    def _judge_outcome_saved(
+        self, body: ev.JudgeOutcomeSaved, seq: int, at: str
+    ) -> None:
+        key = self.state.open_admissions.pop(body.admission_id, None)
+        rollout = None if key is None else self._rollout(key[0], key[1])
+        if key is None or rollout is None:
+            return
+        for judgment in rollout.judgments_of(key[2]):
+            if judgment.admission_id == body.admission_id:
+                judgment.outcome = body.outcome
+                judgment.reward = body.reward
+                judgment.outcome_seq = seq
+                judgment.failure_kind = body.failure_kind
 
 
-def _has_fast_rows(source: Any) -> bool:
-    # A ledger's rows, unless its events() was replaced on the instance (a
-    # wrapper or a test double is read through what it replaced it with).
-    own = getattr(type(source), "events", None)
-    bound = getattr(source.events, "__func__", None)
-    return (
-        hasattr(source, "rows_for_fold")
-        and hasattr(source, "raw_events")
-        and own is not None
-        and bound is own
-    )
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """The cyclic GC off while a state is built in bulk (P-3, P-5).
-
-    Folding or loading a state creates hundreds of thousands of lists and
-    dicts that all live on; each full collection would walk them again, and
-    none of them is garbage. Reference counting still frees everything else.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _replay_rows(
-    ledger: Any, from_seq: int, policy: RecoveryPolicy, state: RunState | None
-) -> RunState:
-    """``replay``'s fast path over a ledger's rows (same state, same errors)."""
-    with gc_paused():
-        return _fold_rows(ledger, from_seq, policy, state)
-
-
-def _fold_rows(
-    ledger: Any, from_seq: int, policy: RecoveryPolicy, state: RunState | None
-) -> RunState:
-    folded = state if state is not None else RunState()
-    folded.policy = policy.to_json_dict()
-    step = FoldStep(folded, policy)
-    last = _fold_tail(step, ledger, from_seq)
-    if last is not None:
-        step.at(last, _hash_at(ledger, last))
-    return folded
-
-
-def _row_at(ledger: Any, seq: int) -> EventRow:
-    row: EventRow = next(iter(ledger.raw_events(seq)))
-    return row
-
-
-def _hash_at(ledger: Any, seq: int) -> bytes:
-    return bytes(_row_at(ledger, seq).hash)
-
-
-def _fold_tail(step: FoldStep, ledger: Any, from_seq: int) -> int | None:
-    """Fold the ledger's rows from ``from_seq``; the last seq folded, if any."""
-    rows = ledger.rows_for_fold(from_seq)
-    return step.fold_rows(rows, ledger.where, lambda seq: _row_at(ledger, seq))
-
-
-def _replay_from_start(ledger: Any) -> RunState | None:
-    """A full replay that reads and decodes ``run_created`` once (P-3).
-
-    Its body (one index entry per rollout, megabytes) gives both the head
-    policy and the fold's first step; a separate policy read would fetch it
-    twice. ``None`` when the first row is not a ``run_created`` that decodes:
-    the caller then replays as usual, which raises what it always raised.
-    """
-    read_at = getattr(ledger, "raw_events_at", None)
-    first = None if read_at is None else next(iter(read_at([1])), None)
-    if first is None or first.kind != "run_created":
+def _grade(facts: RowFacts, policy: RecoveryPolicy) -> float | None:
+    # ROW-12: only a recorded grade scores 4d (infra_cut), 5a and 5d.
+    if not facts_rules.has_recorded_grade(facts, policy):
         return None
-    try:
-        body = FAST_DECODER.decode(first.body)
-    except msgspec.DecodeError:
-        return None
-    first_hash = bytes(first.hash)
-    del first  # megabytes: nothing of them is kept (P-3's peak RSS)
-    if type(body) is not ev.RunCreated:
-        return None
-    later = ledger.raw_events(2, kinds=_POLICY_KINDS)
-    policy = _policy_of_rows(later, [body], ledger)
-    with gc_paused():
-        folded = RunState(policy=policy.to_json_dict())
-        step = FoldStep(folded, policy)
-        step._run_created(body, 1, "")
-        del body  # the decoded index: the state keeps what it needs of it
-        last = _fold_tail(step, ledger, 2) or 1
-    step.at(last, first_hash if last == 1 else _hash_at(ledger, last))
-    return folded
-
-
-def _snapshot(events: EventSource, policy: RecoveryPolicy) -> RunState | None:
-    load = getattr(events, "load_snapshot", None)
-    if load is None:
-        return None
-    from projections.snapshot import load_snapshot  # snapshot imports this module
-
-    return load_snapshot(events, policy)  # type: ignore[arg-type]
-
-
-def apply(state: RunState, event: ev.StoredEvent, policy: RecoveryPolicy) -> None:
-    """Fold one more event into ``state`` (the incremental view of R-3)."""
-    FoldStep(state, policy).apply(event)
+    return facts.grade_record if facts.grade_record is not None else facts.reward

@@ -13,11 +13,11 @@ from typing import Any
 import msgspec
 
 from ledger import IdentityMismatch, RunManifest
-from ledger.drift import Drift, drift
 from ledger.events import DriftAccepted, Event, IdentityAdopted, IdentityOverridden
-from ledger.identity import identity_digest
-from ledger.identity_forms import added_at_default
-from ledger.normalize import get_path, has_path
+from ledger.identity.digest import identity_digest
+from ledger.identity.drift import Drift, drift
+from ledger.identity.forms import added_at_default
+from ledger.identity.normalize import get_path, has_path
 from projections.state import RunState
 
 __all__ = ["GateVerdict", "gate"]

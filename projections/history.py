@@ -18,7 +18,7 @@ import msgspec
 from ledger import events as ev
 from ledger.errors import ConfigError
 from projections.decide import Decision, decide
-from projections.fold import EventSource, replay
+from projections.replay import EventSource, replay
 from projections.state import RunState
 
 __all__ = ["RULES", "History", "HistoryEntry", "history"]

@@ -13,10 +13,10 @@ from typing import Any
 import msgspec
 
 from ledger import Ledger, RunLock, import_legacy_run
-from ledger.legacy import ImportReport
+from ledger.legacy.importer import ImportReport
 from projections.coverage import Coverage, coverage
-from projections.fold import replay
 from projections.publish import publish
+from projections.replay import replay
 from projections.state import RunState
 
 __all__ = ["ImportResult", "import_run"]

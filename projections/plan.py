@@ -1,7 +1,7 @@
 """Which attempts a plan releases, in which order, and what it holds (REC-3, REC-56).
 
 Pure: the plan's keys come from the state and its decisions; reading the rows
-to dispatch and appending the release happen in ``projections.resume``.
+to dispatch and appending the release happen in ``projections.replan``.
 """
 
 from __future__ import annotations

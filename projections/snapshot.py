@@ -12,11 +12,12 @@ from pathlib import Path
 
 import msgspec
 
-from ledger import Ledger, facts_rules, failure_kinds
-from ledger.policy import RecoveryPolicy
-from projections import classify, fold, fold_step
+from ledger import Ledger, facts_rules
+from ledger.policy.model import RecoveryPolicy
+from ledger.rows import failure_kinds
+from projections import classify, fold
 from projections import state as state_module
-from projections.state import RunState
+from projections.state import RunState, gc_paused
 
 __all__ = ["CODE_VERSION", "load_snapshot", "save_snapshot"]
 
@@ -24,7 +25,7 @@ __all__ = ["CODE_VERSION", "load_snapshot", "save_snapshot"]
 def _code_version() -> str:
     # Any change to the code that folds or classifies makes old snapshots unusable.
     digest = hashlib.sha256()
-    for module in (state_module, fold, fold_step, classify, facts_rules, failure_kinds):
+    for module in (state_module, fold, classify, facts_rules, failure_kinds):
         digest.update(Path(str(module.__file__)).read_bytes())
     return digest.hexdigest()[:16]
 
@@ -52,7 +53,7 @@ def load_snapshot(ledger: Ledger, policy: RecoveryPolicy) -> RunState | None:
     if found is None:
         return None
     try:
-        with fold.gc_paused():  # a whole state at once (P-5)
+        with gc_paused():  # a whole state at once (P-5)
             return _DECODER.decode(found[2])
     except msgspec.DecodeError:
         return None  # EV-14: an optimization only; a full refold is always right

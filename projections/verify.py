@@ -18,11 +18,11 @@ import msgspec
 
 from ledger import Ledger, LedgerError
 from ledger.events import Location
-from ledger.policy_log import policy_from_json
-from ledger.run_files import ChunkReader, RunFiles
-from ledger.write_index import INDEX_CODE_VERSION, INDEX_KINDS, WriteIndex
-from projections.fold import replay
+from ledger.policy.log import policy_from_json
+from ledger.run.write_index import INDEX_CODE_VERSION, INDEX_KINDS, WriteIndex
+from ledger.store.run_files import ChunkReader, RunFiles
 from projections.publish import rendered_files
+from projections.replay import replay
 from projections.state import RunState
 
 __all__ = ["Finding", "verify"]

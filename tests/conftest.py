@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, settings
 from ledger.clock import Clock
 from ledger.files import publish_json
 from ledger.jsonl import encode_rows
-from ledger.lock import RunLock
-from ledger.run import Ledger
+from ledger.run.ledger import Ledger
+from ledger.run.lock import RunLock
 
 # Hypothesis profiles (house style): "dev" is fast and the default; CI sets
 # ROLLOUT_LEDGER_HYPOTHESIS=ci for a more thorough run.

@@ -24,11 +24,11 @@ from ledger.events import (
     RerunApproved,
     ResumeStarted,
 )
-from ledger.judge import JudgeAdmission
-from ledger.lock import RunLock
-from ledger.policy import RecoveryPolicy
-from ledger.policy_log import policy_changes, policy_from_events
-from ledger.run import Ledger
+from ledger.policy.judge import JudgeAdmission
+from ledger.policy.log import policy_changes, policy_from_events
+from ledger.policy.model import RecoveryPolicy
+from ledger.run.ledger import Ledger
+from ledger.run.lock import RunLock
 from projections import Decision, Plan, RunState, decide, replan, replay
 from tests.conftest import MinimalManifest, input_rows
 

@@ -24,10 +24,10 @@ import pytest
 from ledger import Ledger, RunLock, RunManifest
 from ledger.errors import ConfigError
 from ledger.events import AttemptReserved, AttemptsReleased, ResumeStarted
-from ledger.pg_schema import SCHEMA
-from ledger.run_url import STORE_ENV, resolve_run
+from ledger.postgres.schema import SCHEMA
+from ledger.postgres.url import STORE_ENV, resolve_run
 from projections import decide_all, replay
-from projections.resume import read_materialized
+from projections.replan import read_materialized
 from tests.test_identity import nemo_configuration
 from tests.test_store_contract import TABLES, drop_run, pg_admin, pg_conninfo
 

@@ -11,8 +11,8 @@ import pytest
 
 from ledger.errors import ConfigError
 from ledger.events import AttemptReserved, AttemptsReleased, ResultSaved
-from ledger.lock import RunLock
-from ledger.run import Ledger
+from ledger.run.ledger import Ledger
+from ledger.run.lock import RunLock
 from tests.conftest import MinimalManifest, input_rows
 
 

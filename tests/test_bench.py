@@ -26,8 +26,8 @@ from bench.runs import build_run, closed_copy
 from bench.targets import select
 from ledger.jsonl import encode_rows
 from ledger.paths import RunPaths
-from ledger.policy_log import policy_from_json
-from ledger.run import Ledger
+from ledger.policy.log import policy_from_json
+from ledger.run.ledger import Ledger
 from projections import replay, resume
 from projections.snapshot import load_snapshot
 

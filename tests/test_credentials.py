@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
 from ledger.clock import Clock
-from ledger.credentials import credential_named, credential_safe, redact_text
-from ledger.drift import diff_keys, drift
 from ledger.errors import ConfigError, LedgerError
-from ledger.identity import config_identity, identity_digest
-from ledger.manifest import RunManifest
+from ledger.identity.credentials import credential_named, credential_safe, redact_text
+from ledger.identity.digest import config_identity, identity_digest
+from ledger.identity.drift import diff_keys, drift
+from ledger.identity.manifest import RunManifest
 from tests.test_identity import changed, nemo_configuration
 
 R = "<redacted>"

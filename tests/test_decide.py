@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from ledger.attempts_cap import max_rollout_attempts
 from ledger.errors import ConfigError, CorruptLedger, LedgerError, RecoveryIncomplete
 from ledger.events import AttemptsExtended, Location, ResultSaved
-from ledger.policy import RecoveryPolicy
-from ledger.row_facts import row_facts
+from ledger.policy.attempts_cap import max_rollout_attempts
+from ledger.policy.model import RecoveryPolicy
+from ledger.rows.all_facts import row_facts
 from projections import (
     Decision,
     Plan,

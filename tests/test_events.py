@@ -19,8 +19,8 @@ from ledger.events import (
     encode_body,
     kind_of,
 )
-from ledger.lock import RunLock
-from ledger.run import Ledger
+from ledger.run.ledger import Ledger
+from ledger.run.lock import RunLock
 from tests.conftest import MinimalManifest, RunFactory, input_rows
 from tests.strategies import any_event, strategy_for
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ledger.failure_kinds import (
+from ledger.policy.model import RecoveryPolicy
+from ledger.rows.failure_kinds import (
     FAILURE_KINDS,
     KIND_ALIASES,
     canonical_kind,
@@ -14,7 +15,6 @@ from ledger.failure_kinds import (
     kind_is,
     side,
 )
-from ledger.policy import RecoveryPolicy
 
 EVALUATION = [
     "transport_unreachable",

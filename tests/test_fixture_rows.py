@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from ledger import facts_rules
-from ledger.facts import RowFacts
-from ledger.row_facts import row_facts
+from ledger.rows.all_facts import row_facts
+from ledger.rows.facts import RowFacts
 
 ROOT = Path(__file__).parents[1]
 FIXTURES = Path(

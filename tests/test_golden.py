@@ -24,7 +24,6 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from ledger.chain import first_chain_break
 from ledger.events import (
     FailureSaved,
     JudgeOutcomeSaved,
@@ -34,8 +33,9 @@ from ledger.events import (
     decode_body,
 )
 from ledger.paths import RunPaths
-from ledger.run import Ledger
-from ledger.store import EventRow, NewEvent, SQLiteStore
+from ledger.run.ledger import Ledger
+from ledger.store.chain import first_chain_break
+from ledger.store.sqlite import EventRow, NewEvent, SQLiteStore
 from projections import coverage, replay
 
 GOLDEN = Path(__file__).parent / "golden"

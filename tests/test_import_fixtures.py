@@ -23,10 +23,10 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from cli.import_cmd import import_
+from cli.commands_import import import_
 from cli.main import LedgerGroup
 from ledger import Ledger
-from ledger.legacy_read import REASONS
+from ledger.legacy.reading import REASONS
 from projections import import_run, verify
 
 ROOT = Path(__file__).parents[1]

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from cli.import_cmd import import_
+from cli.commands_import import import_
 from cli.main import LedgerGroup
 from ledger import Ledger, LedgerError, RunLock
 from ledger.clock import Clock

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from ledger.events import AttemptReserved
-from ledger.run import Ledger
+from ledger.run.ledger import Ledger
 
 TRIALS = int(os.environ.get("ROLLOUT_LEDGER_KILL_TRIALS", "25"))
 
@@ -29,8 +29,8 @@ WRITER = textwrap.dedent(
     """
     import random, sys
     from ledger.events import AttemptReserved
-    from ledger.lock import RunLock
-    from ledger.run import Ledger
+    from ledger.run.lock import RunLock
+    from ledger.run.ledger import Ledger
     from tests.conftest import MinimalManifest, input_rows
 
     out, seed = sys.argv[1], int(sys.argv[2])

@@ -49,7 +49,7 @@ COLLECTOR = textwrap.dedent(
     """
     import asyncio, os, random, signal, sys
     from ledger import Ledger, RunLock
-    from ledger.recorder import Recorder
+    from ledger.run.recorder import Recorder
     from ledger import RecoveryPolicy, RunManifest
     from projections import replan, resume
     from tests.test_kill_recorder import collection_rows

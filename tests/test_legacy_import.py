@@ -22,7 +22,7 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
-from cli.import_cmd import _progress_bar, import_
+from cli.commands_import import _progress_bar, import_
 from cli.main import LedgerGroup
 from ledger import Ledger, import_legacy_run
 from ledger.clock import Clock
@@ -41,7 +41,7 @@ from ledger.events import (
     RunCreated,
     TailRepaired,
 )
-from ledger.legacy_read import (
+from ledger.legacy.reading import (
     BAD_ATTEMPT,
     BLANK,
     NO_INDEX,
@@ -55,7 +55,7 @@ from ledger.legacy_read import (
     TORN,
     UNKNOWN_KEY,
 )
-from ledger.lock import RunLock
+from ledger.run.lock import RunLock
 from projections import decide, import_run, replay, resume, verify
 from tests.conftest import input_rows
 from tests.test_identity import nemo_configuration
@@ -340,7 +340,7 @@ def test_rec_70_a_failed_rename_leaves_no_half_run(
     def killed(*args: Any) -> None:
         raise KeyboardInterrupt  # as if the process died right before the rename
 
-    monkeypatch.setattr("ledger.legacy.os.replace", killed)
+    monkeypatch.setattr("ledger.legacy.importer.os.replace", killed)
     with pytest.raises(KeyboardInterrupt):
         import_run(out)
     assert not (tmp_path / "rollouts_ledger" / "ledger.db").exists()
@@ -351,7 +351,7 @@ def test_rec_70_a_failed_rename_leaves_no_half_run(
 # The child kills itself with SIGKILL right after one step of the import.
 _KILLED_IMPORT = """
 import os, signal, sys
-import ledger.legacy as legacy
+import ledger.legacy.importer as legacy
 from projections import import_run
 
 def killed_after(step):
@@ -898,14 +898,14 @@ def test_cli_3_progress_on_a_terminal_only(
             return True
 
     terminal = Terminal()
-    monkeypatch.setattr("cli.import_cmd.sys.stderr", terminal)
+    monkeypatch.setattr("cli.commands_import.sys.stderr", terminal)
     with _progress_bar(quiet=False) as advance:
         assert advance is not None
         advance(size, size)
     assert "importing" in terminal.getvalue()
     with _progress_bar(quiet=True) as advance:
         assert advance is None
-    monkeypatch.setattr("cli.import_cmd.sys.stderr", io.StringIO())
+    monkeypatch.setattr("cli.commands_import.sys.stderr", io.StringIO())
     with _progress_bar(quiet=False) as advance:
         assert advance is None
 

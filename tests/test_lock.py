@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from ledger.errors import LedgerError, LockHeld
-from ledger.lock import RunLock
+from ledger.run.lock import RunLock
 
 HOLD = textwrap.dedent(
     """
     import sys, time
-    from ledger.lock import RunLock
+    from ledger.run.lock import RunLock
     lock = RunLock(sys.argv[1], checkpoint_dir=sys.argv[2] or None).acquire()
     print("held", flush=True)
     time.sleep(float(sys.argv[3]))
@@ -29,7 +29,7 @@ RACE = textwrap.dedent(
     """
     import sys, time
     from ledger.errors import LockHeld
-    from ledger.lock import RunLock
+    from ledger.run.lock import RunLock
     start = float(sys.argv[2])
     while time.time() < start:
         pass

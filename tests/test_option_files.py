@@ -14,9 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ledger import ConfigError, LedgerError, RecoveryPolicy, config_identity
-from ledger.approvals import parse_approvals, read_approvals
-from ledger.policy import DEFAULT_POLICY
-from ledger.policy_source import creation_policy, read_policy_file
+from ledger.policy.approvals import parse_approvals, read_approvals
+from ledger.policy.model import DEFAULT_POLICY
+from ledger.policy.source import creation_policy, read_policy_file
 
 # -- REC-26: approval files ---------------------------------------------------------
 

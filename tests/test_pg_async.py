@@ -18,7 +18,7 @@ import psycopg
 import pytest
 
 from ledger import ConfigError, Ledger, RunLock, RunManifest
-from ledger.pg_schema import SCHEMA
+from ledger.postgres.schema import SCHEMA
 from projections import replay, resume, selected_results, verify
 from tests.pg_server import pg_conninfo
 from tests.test_identity import nemo_configuration
@@ -116,10 +116,10 @@ def test_sc_2_results_read_in_chunks_equal_the_exported_files(
     url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """CLI-12 on PostgreSQL reads rows a chunk per query; any chunk size, same rows."""
-    from ledger.run_copy import export_files
+    from ledger.postgres.copy import export_files
 
     # The modules, not the functions projections re-exports under those names.
-    resume_module = importlib.import_module("projections.resume")
+    resume_module = importlib.import_module("projections.replan")
     results_module = importlib.import_module("projections.results")
 
     config, servers, _ = nemo_configuration()

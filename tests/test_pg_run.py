@@ -34,8 +34,8 @@ from ledger.events import (
     ResumeStarted,
 )
 from ledger.jsonl import encode_row
-from ledger.pg_schema import SCHEMA
-from ledger.run_copy import export_files, import_into_store
+from ledger.postgres.copy import export_files, import_into_store
+from ledger.postgres.schema import SCHEMA
 from projections import replan, replay, resume, selected_results, verify
 from tests.pg_support import (
     PgRun,

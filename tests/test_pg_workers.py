@@ -24,7 +24,7 @@ import psycopg
 import pytest
 
 from ledger import Ledger
-from ledger.run_copy import export_files
+from ledger.postgres.copy import export_files
 from projections import decide_all, replan, replay, resume, verify
 from tests.pg_support import (
     PgRun,

@@ -11,7 +11,7 @@ from typing import Any
 import pydantic
 import pytest
 
-from ledger.policy import DEFAULT_POLICY, RecoveryPolicy
+from ledger.policy.model import DEFAULT_POLICY, RecoveryPolicy
 
 
 def test_rec_60_defaults() -> None:

@@ -25,18 +25,18 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from ledger.config_servers import server_blocks
-from ledger.credentials import (
+from ledger.errors import ConfigError
+from ledger.identity.credentials import (
     credential_interpolation,
     credential_named,
     credential_safe,
 )
-from ledger.drift import classify_key
-from ledger.errors import ConfigError
-from ledger.identity import config_identity, identity_digest
-from ledger.interpolations import find_interpolations
-from ledger.key_tables import REDACTED, SERVER_KINDS
-from ledger.key_words import join_key
+from ledger.identity.digest import config_identity, identity_digest
+from ledger.identity.drift import classify_key
+from ledger.identity.interpolations import find_interpolations
+from ledger.identity.key_tables import REDACTED, SERVER_KINDS
+from ledger.identity.key_words import join_key
+from ledger.identity.servers import server_blocks
 
 ROOT = Path(__file__).parents[1]
 CONFIGS = Path(

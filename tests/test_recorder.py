@@ -30,8 +30,8 @@ from ledger.events import (
     ResumeStarted,
     TailRepaired,
 )
-from ledger.lock import RunLock
-from ledger.run import Ledger
+from ledger.run.ledger import Ledger
+from ledger.run.lock import RunLock
 from tests.conftest import MinimalManifest, input_rows
 
 ANSWER = {

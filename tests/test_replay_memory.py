@@ -47,12 +47,12 @@ from ledger.events import (
     encode_body,
     kind_of,
 )
-from ledger.facts import RowFacts
-from ledger.lock import RunLock
 from ledger.paths import RunPaths
-from ledger.row_facts import row_facts
-from ledger.run import Ledger
-from ledger.store import NewEvent, SQLiteStore
+from ledger.rows.all_facts import row_facts
+from ledger.rows.facts import RowFacts
+from ledger.run.ledger import Ledger
+from ledger.run.lock import RunLock
+from ledger.store.sqlite import NewEvent, SQLiteStore
 from tests.conftest import MinimalManifest, input_rows
 from tests.helpers_history import agent_timeout, failure, graded, legacy_failure
 
@@ -78,7 +78,7 @@ _CHILD = textwrap.dedent(
     """
     import json, resource, sys
 
-    from ledger.run import Ledger
+    from ledger.run.ledger import Ledger
     from projections import coverage, decide_all, replay
 
     def peak():

@@ -24,9 +24,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from ledger import events as ev
-from ledger.facts import RowFacts
-from ledger.facts_rules import is_infrastructure_agent_timeout
-from ledger.policy import RecoveryPolicy
+from ledger.policy.model import RecoveryPolicy
+from ledger.rows.facts import RowFacts
+from ledger.rows.policy_rules import is_infrastructure_agent_timeout
 from projections import coverage, decide, decide_all
 from tests.helpers_history import (
     ANSWER,

@@ -27,7 +27,7 @@ from ledger import (
     UnknownEvent,
 )
 from ledger.events import chain_hash
-from ledger.policy import RecoveryPolicy
+from ledger.policy.model import RecoveryPolicy
 from projections import check_complete, coverage, replay, resume
 from projections.snapshot import CODE_VERSION, save_snapshot
 from tests.test_identity import nemo_configuration

@@ -14,21 +14,22 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger import facts_rules, rows
+from ledger import facts_rules
 from ledger.errors import RowError
-from ledger.facts import (
+from ledger.policy.model import RecoveryPolicy
+from ledger.rows import rules as rows
+from ledger.rows.all_facts import row_facts
+from ledger.rows.answers import LEGACY_FAILURE_CLASSES
+from ledger.rows.calls import has_failure_evidence, reduce_call
+from ledger.rows.facts import (
     CallFacts,
     CallsSummary,
     FailureEventFacts,
     RejudgmentRef,
     RowFacts,
 )
-from ledger.failure_kinds import FAILURE_KINDS, KIND_ALIASES, STAGES
-from ledger.policy import RecoveryPolicy
-from ledger.row_facts import row_facts
-from ledger.rows_answers import LEGACY_FAILURE_CLASSES
-from ledger.rows_calls import has_failure_evidence, reduce_call
-from ledger.rows_kinds import rollout_id
+from ledger.rows.failure_kinds import FAILURE_KINDS, KIND_ALIASES, STAGES
+from ledger.rows.kinds import rollout_id
 
 Row = dict[str, Any]
 ENCODER = msgspec.json.Encoder(order="deterministic")

@@ -6,21 +6,21 @@ from typing import Any
 
 import pytest
 
-from ledger.policy import RecoveryPolicy
-from ledger.rows import (
+from ledger.policy.model import RecoveryPolicy
+from ledger.rows.answers import (
+    counts_as_generation,
+    is_diagnostic_error,
+    is_legacy_placeholder,
+    is_placeholder,
+    is_typed_response,
+)
+from ledger.rows.rules import (
     NG_NO_GENERATION_METADATA,
     has_native_partial,
     has_recorded_grade,
     has_saved_generation,
     keeps_response,
     keeps_saved_answer,
-)
-from ledger.rows_answers import (
-    counts_as_generation,
-    is_diagnostic_error,
-    is_legacy_placeholder,
-    is_placeholder,
-    is_typed_response,
 )
 
 Row = dict[str, Any]

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from ledger.facts import CallFacts, FailureEventFacts
-from ledger.policy import RecoveryPolicy
-from ledger.rows import (
+from ledger.policy.model import RecoveryPolicy
+from ledger.rows.calls import calls_span, calls_summary
+from ledger.rows.facts import CallFacts, FailureEventFacts
+from ledger.rows.rules import (
     faults_own_window,
     is_final_agent_timeout,
     is_infrastructure_agent_timeout,
@@ -18,7 +19,6 @@ from ledger.rows import (
     route_failure,
     sandbox_or_tool_fault,
 )
-from ledger.rows_calls import calls_span, calls_summary
 
 Row = dict[str, Any]
 

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from ledger.errors import RowError
-from ledger.rows import (
+from ledger.rows.kinds import own_failure_kind, row_kind
+from ledger.rows.rules import (
     FinalContext,
     applied_result_class,
     final_context,
@@ -16,7 +17,6 @@ from ledger.rows import (
     row_route,
     selected_failure_kind,
 )
-from ledger.rows_kinds import own_failure_kind, row_kind
 
 Row = dict[str, Any]
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from ledger.policy import RecoveryPolicy
-from ledger.rows import (
+from ledger.policy.model import RecoveryPolicy
+from ledger.rows.rules import (
     keeps_saved_answer,
     masked_candidate_kind,
     masked_infrastructure_kind,

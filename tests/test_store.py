@@ -11,9 +11,9 @@ import pytest
 from ledger.clock import Clock
 from ledger.errors import ConcurrencyConflict, CorruptLedger, LedgerError, UnknownEvent
 from ledger.events import ZERO_HASH, AttemptReserved, chain_hash
-from ledger.lock import RunLock
-from ledger.run import Ledger
-from ledger.store import SCHEMA_VERSION
+from ledger.run.ledger import Ledger
+from ledger.run.lock import RunLock
+from ledger.store.sqlite import SCHEMA_VERSION
 from tests.conftest import MinimalManifest, RunFactory, input_rows
 
 

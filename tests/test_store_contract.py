@@ -31,7 +31,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger.chain import first_chain_break
 from ledger.errors import (
     ConcurrencyConflict,
     ConfigError,
@@ -52,12 +51,13 @@ from ledger.events import (
     encode_body,
     kind_of,
 )
-from ledger.pg_lock import acquire_run_lock
-from ledger.pg_schema import MIGRATIONS, PG_SCHEMA_VERSION, SCHEMA, migrate
-from ledger.pg_store import NewRow, PostgresStore
-from ledger.run_url import STORE_ENV, RunUrl, is_run_url, resolve_run
-from ledger.store import SCHEMA_VERSION, NewEvent, SQLiteStore
-from ledger.stored import decode_row
+from ledger.postgres.advisory import acquire_run_lock
+from ledger.postgres.schema import MIGRATIONS, PG_SCHEMA_VERSION, SCHEMA, migrate
+from ledger.postgres.store import NewRow, PostgresStore
+from ledger.postgres.url import STORE_ENV, RunUrl, is_run_url, resolve_run
+from ledger.store.chain import first_chain_break
+from ledger.store.decode import decode_row
+from ledger.store.sqlite import SCHEMA_VERSION, NewEvent, SQLiteStore
 from tests.pg_server import PG_ENV, pg_conninfo
 from tests.strategies import event_of
 
@@ -616,7 +616,7 @@ def test_sc_3_appends_from_many_connections_stay_gap_free_and_chained(
 
 _HOLDER = """
 import sys, time
-from ledger.pg_store import PostgresStore
+from ledger.postgres.store import PostgresStore
 store = PostgresStore.open(sys.argv[1], writable=True)
 store.acquire_run_lock()
 print("locked", flush=True)

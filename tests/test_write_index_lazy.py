@@ -13,8 +13,8 @@ import pytest
 
 from ledger import Ledger
 from ledger.events import AttemptReserved, AttemptsReleased
-from ledger.recorder import Recorder
-from ledger.write_index import INDEX_KINDS, WriteIndex
+from ledger.run.recorder import Recorder
+from ledger.run.write_index import INDEX_KINDS, WriteIndex
 from projections import resume
 from tests.test_resume import Run
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ledger import Ledger
-from ledger.write_index import INDEX_CODE_VERSION, INDEX_KINDS, WriteIndex
+from ledger.run.write_index import INDEX_CODE_VERSION, INDEX_KINDS, WriteIndex
 from projections import replan, resume, verify
 from tests.test_resume import Run
 

@@ -1,4 +1,4 @@
-"""An atheris harness (R-5) for ``ledger.row_facts`` and the importer's line parser.
+"""An atheris harness (R-5) for ``row_facts`` and the importer's line parser.
 
 Not part of the suite and not a dependency: hypothesis is the CI fuzzer
 (``tests/test_import_fuzz.py``, ``tests/test_row_facts.py``); this is for a
@@ -35,7 +35,7 @@ with atheris.instrument_imports(include=["ledger"]):
 
     from ledger import LedgerError, row_facts
     from ledger.events import Location, ResultSaved, decode_body, encode_body
-    from ledger.legacy_read import OutcomeReader, raw_lines, read_materialized
+    from ledger.legacy.reading import OutcomeReader, raw_lines, read_materialized
 
 RUN_ID = "5f" + "0" * 30
 KEYS = frozenset((task, rollout) for task in range(3) for rollout in range(2))

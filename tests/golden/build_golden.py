@@ -22,7 +22,7 @@ from pathlib import Path
 import msgspec
 
 from ledger.files import canonical_json
-from ledger.run import Ledger
+from ledger.run.ledger import Ledger
 from projections import coverage, replay
 from tests.helpers_history import (
     ANSWER,

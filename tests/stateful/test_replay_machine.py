@@ -3,7 +3,7 @@
 A real SQLite ledger (a ``History``, written through the public API) runs next
 to a model: the list of every event it stored, read back as each step ends,
 and an incremental view folded from them one by one with
-``projections.fold.apply``. Rules append events of every kind a run meets
+``projections.replay.apply``. Rules append events of every kind a run meets
 (reservations, outcomes of every REC-20 branch, late rows, duplicates, judge
 admissions and their outcomes, approvals, budget resets, extensions, policy
 changes, drift, overrides, resumes, a torn tail repaired on reopen), reopen
@@ -48,10 +48,10 @@ from hypothesis.stateful import (
 )
 
 from ledger import events as ev
-from ledger.judge import JudgeAdmission
-from ledger.policy_log import policy_from_events
+from ledger.policy.judge import JudgeAdmission
+from ledger.policy.log import policy_from_events
 from projections import coverage, decide_all, replay
-from projections.fold import apply
+from projections.replay import apply
 from projections.snapshot import save_snapshot
 from projections.state import RunState
 from tests.helpers_history import (
@@ -310,7 +310,7 @@ _REFOLD = textwrap.dedent(
 
     import msgspec
 
-    from ledger.run import Ledger
+    from ledger.run.ledger import Ledger
     from projections import coverage, decide_all, replay
 
     with Ledger.open(sys.argv[1]) as led:

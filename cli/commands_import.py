@@ -1,0 +1,224 @@
+"""``rollout-ledger import``: bring in a run saved without a ledger (CLI-3).
+
+A thin shell over ``projections.import_run`` (REC-70..REC-74): parse the
+options, call it, render what it returns. ``cli.main`` registers it as
+``import`` (a Python keyword, hence the function's name).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from cli.common import echo_json, out_argument, quiet_option, run_clock
+
+if TYPE_CHECKING:
+    from projections.importing import ImportResult
+
+__all__ = ["import_"]
+
+
+@click.command("import")
+@out_argument
+@click.option(
+    "--inputs",
+    type=click.Path(exists=True, dir_okay=False),
+    help="The run's materialized rows, each with _ng_task_index and "
+    "_ng_rollout_index; required when <stem>_materialized_inputs.jsonl is "
+    "missing, and copied there.",
+)
+@click.option(
+    "--skip-rejected",
+    is_flag=True,
+    help="Import the readable rows and record the rejected lines, instead of "
+    "refusing the whole import.",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print what would be recorded and the coverage that would result; "
+    "write nothing.",
+)
+@click.option(
+    "--from",
+    "source",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Load this file-based run (OUT of its folder) into the run on "
+    "PostgreSQL that OUT names (SC-2); a run saved without a ledger is "
+    "imported beside its files first.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@quiet_option
+def import_(
+    out: Path | str,
+    inputs: str | None,
+    skip_rejected: bool,
+    dry_run: bool,
+    source: Path | None,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Import a run an older collector saved without a ledger (REC-70).
+
+    Reads OUT's materialized inputs, its failures sidecar and OUT itself, and
+    writes OUT's ledger folder. A line that is not a row of this run refuses
+    the import (listed with its file and line) unless --skip-rejected is given.
+    A NeMo Gym <stem>_manifest.json beside the run keeps its run id and
+    digest. The collector files are never modified. The first resume of an
+    imported run needs --allow-unsafe (REC-57).
+
+    With --from, OUT is a run URL (postgresql://USER@HOST:PORT/DB?run=NAME)
+    and the file-based run at --from is loaded into it: the same events and
+    hashes, each row stored with its event (SC-2, SC-5).
+
+    \b
+    Example:
+      rollout-ledger import results/rollouts.jsonl --inputs rows.jsonl --dry-run
+      rollout-ledger import 'postgresql://me@db:5432/runs?run=eval1' \\
+          --from results/rollouts.jsonl
+    """
+    from ledger import ConfigError
+    from projections import import_run
+
+    if source is not None:
+        if not isinstance(out, str):
+            raise ConfigError(
+                f"--from loads a run into PostgreSQL: OUT must be a run URL "
+                f"(postgresql://USER@HOST:PORT/DB?run=NAME), not {out}"
+            )
+        _import_into_store(out, source, inputs, skip_rejected, dry_run, quiet)
+        return
+    if isinstance(out, str):
+        raise ConfigError(
+            "a run on PostgreSQL is imported from a file-based one: add --from OUT"
+        )
+    with _progress_bar(quiet=quiet) as progress:
+        result = import_run(
+            out,
+            inputs=inputs,
+            skip_rejected=skip_rejected,
+            dry_run=dry_run,
+            clock=run_clock(),
+            progress=progress,
+        )
+    if as_json:
+        echo_json(_document(result))
+    else:
+        click.echo(_text(result))
+
+
+def _import_into_store(
+    url: str,
+    source: Path,
+    inputs: str | None,
+    skip_rejected: bool,
+    dry_run: bool,
+    quiet: bool,
+) -> None:
+    from ledger import Ledger
+    from ledger.paths import RunPaths
+    from ledger.postgres.copy import load_into_store
+    from projections import import_run
+
+    if not RunPaths.of(source).db.exists():  # saved without a ledger: REC-70 first
+        with _progress_bar(quiet=quiet) as progress:
+            result = import_run(
+                source,
+                inputs=inputs,
+                skip_rejected=skip_rejected,
+                dry_run=dry_run,
+                clock=run_clock(),
+                progress=progress,
+            )
+        click.echo(_text(result))
+        if dry_run:
+            click.echo(f"would then load it into {url}")
+            return
+    if dry_run:
+        with Ledger.open(source) as led:
+            seq, digest = led.head()
+        click.echo(f"would load {seq} events (head {digest.hex()}) into {url}")
+        return
+    seq, digest = load_into_store(source, url)
+    click.echo(f"loaded {source} into {url}: {seq} events, head {digest.hex()}")
+
+
+@contextmanager
+def _progress_bar(*, quiet: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar on stderr when it is a terminal (cli.md), else nothing."""
+    if quiet or not sys.stderr.isatty():
+        yield None
+        return
+    with click.progressbar(length=1, label="importing", file=sys.stderr) as bar:
+
+        def advance(done: int, total: int) -> None:
+            bar.length = max(total, 1)
+            bar.update(done - bar.pos)
+
+        yield advance
+
+
+def _kinds(result: ImportResult) -> dict[str, int]:
+    kinds: dict[str, int] = {}
+    for event in result.report.events:
+        kinds[event.kind] = kinds.get(event.kind, 0) + 1
+    return kinds
+
+
+def _document(result: ImportResult) -> dict[str, Any]:
+    report = result.report
+    return {
+        "out": report.out,
+        "ledger": report.ledger_dir,
+        "dry_run": report.dry_run,
+        "run_id": report.run_id,
+        "inputs_copied": report.inputs_copied,
+        "rows": {
+            "read": report.rows_read,
+            "imported": report.rows_imported,
+            "rejected": report.rows_rejected,
+        },
+        "rejections": [
+            {"file": r.file, "line": r.line, "reason": r.reason}
+            for r in report.rejections
+        ],
+        "sources": [
+            {"file": s.file, "size": s.size, "sha256": s.sha256, "lines": s.lines}
+            for s in report.sources
+        ],
+        "foreign_manifest": report.foreign_manifest is not None,
+        "events": _kinds(result),
+        "coverage": result.coverage.to_dict(),
+    }
+
+
+def _counts(split: dict[str, int]) -> str:
+    shown = [f"{name} {count}" for name, count in split.items() if count]
+    return f" ({', '.join(shown)})" if shown else ""
+
+
+def _text(result: ImportResult) -> str:
+    report, cover = result.report, result.coverage.to_dict()
+    verb = "would record" if report.dry_run else "recorded"
+    lines = [
+        f"{'Dry run, nothing written: ' if report.dry_run else ''}import of "
+        f"{report.out} {verb} {len(report.events)} events in {report.ledger_dir} "
+        f"(run {report.run_id})",
+        "events: " + ", ".join(f"{k} {n}" for k, n in _kinds(result).items()),
+        f"rows read: {report.rows_read}, imported: {report.rows_imported}, "
+        f"rejected: {report.rows_rejected}",
+    ]
+    if report.inputs_copied:
+        copied = "would be copied" if report.dry_run else "copied"
+        lines.append(f"--inputs {copied} to the run's materialized inputs")
+    lines.extend(f"  {r.file} line {r.line}: {r.reason}" for r in report.rejections)
+    lines.append(f"coverage: {cover['expected']} rollouts")
+    for value, count in cover["decisions"].items():
+        if count:
+            lines.append(f"  {value}: {count}{_counts(cover.get(value, {}))}")
+    return "\n".join(lines)

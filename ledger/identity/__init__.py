@@ -1,0 +1,1 @@
+"""Configuration identity, credentials, drift and the manifest (identity.md)."""

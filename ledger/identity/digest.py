@@ -1,0 +1,279 @@
+"""Configuration identity: what a run's results depend on (ID-1..ID-9).
+
+The identity document is::
+
+    {"scheme": 1,
+     "collection": {...collection settings...},
+     "servers": {"<server>": {"<kind>": {"<implementation>": {...settings...}}}}}
+
+Built in this order: plain data (ID-2); loader directives refused (ID-8);
+credentials redacted (ID-10..ID-12) and connection references rewritten (ID-5)
+everywhere, before anything is resolved; the reachable servers selected and
+their settings resolved in the context of the whole configuration (ID-3, ID-8);
+then reshaped under their concrete paths without their placement (ID-4, ID-7);
+null defaults dropped (ID-6, applied to resolved values, so ``${oc.env:X,null}``
+resolving to null is dropped too); semantic file-valued settings digested (ID-9).
+
+Rows seed the selection with the agents their ``agent_ref.name`` names. Rows
+that name no agent fall back to the collection's ``agent_name``; with neither,
+every server is part of the identity.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ledger.errors import ConfigError
+from ledger.identity import registries
+from ledger.identity.credentials import credential_safe as redact
+from ledger.identity.drift import classify_key
+from ledger.identity.key_tables import PLACEMENT_KEYS, SERVER_KINDS
+from ledger.identity.key_words import join_key
+from ledger.identity.normalize import (
+    drop_nulls,
+    file_values,
+    refuse_directives,
+    runtime_references,
+)
+from ledger.identity.plain_data import to_plain
+from ledger.identity.resolve import ConfigContext
+from ledger.identity.servers import Reference, reachable_servers, server_blocks
+
+__all__ = [
+    "IDENTITY_SCHEME",
+    "IdentityInputs",
+    "config_identity",
+    "counted_identity",
+    "identity_digest",
+    "identity_inputs",
+    "identity_of",
+]
+
+logger = logging.getLogger("ledger")
+
+#: The identity algorithm of this module (the manifest's ``identity_scheme``).
+IDENTITY_SCHEME = 1
+
+
+class IdentityInputs:
+    """The plain configurations and server seeds an identity is computed from.
+
+    Held in memory only: they may hold credentials (ID-14), so their ``repr``
+    shows none of them.
+    """
+
+    __slots__ = ("collection", "global_config", "seeds")
+
+    def __init__(
+        self,
+        collection: dict[str, Any],
+        global_config: dict[str, Any],
+        seeds: tuple[Reference, ...],
+    ) -> None:
+        self.collection = collection
+        self.global_config = global_config
+        self.seeds = seeds
+
+    def __repr__(self) -> str:
+        return f"IdentityInputs(<{len(self.global_config)} global keys, in memory>)"
+
+
+def _mapping(value: Any, name: str) -> dict[str, Any]:
+    plain = {} if value is None else to_plain(value)
+    if not isinstance(plain, dict):
+        raise ConfigError(f"the {name} is a {type(plain).__name__}, not a mapping")
+    return plain
+
+
+def _row_seed(index: int, row: Any) -> Reference | None:
+    ref = row.get("agent_ref") if isinstance(row, Mapping) else None
+    name = ref.get("name") if isinstance(ref, Mapping) else None
+    if not isinstance(name, str):
+        return None
+    kind = ref.get("type") if isinstance(ref, Mapping) else None
+    return name, kind if kind in SERVER_KINDS else None, f"row {index} agent_ref.name"
+
+
+def _seeds(rows: Iterable[Any], collection: Mapping[str, Any]) -> tuple[Reference, ...]:
+    found: dict[tuple[str, str | None], Reference] = {}
+    for index, row in enumerate(rows):
+        seed = _row_seed(index, row)
+        if seed is not None:
+            found.setdefault(seed[:2], seed)
+    agent = collection.get("agent_name")
+    if not found and isinstance(agent, str):
+        return ((agent, None, "agent_name"),)
+    return tuple(found[key] for key in sorted(found, key=str))
+
+
+def identity_inputs(
+    config: Any, global_config: Any, rows: Iterable[Any]
+) -> IdentityInputs:
+    """The plain inputs of :func:`identity_of` (ID-2, ID-3's seeds)."""
+    collection = _mapping(config, "collection configuration")
+    return IdentityInputs(
+        collection,
+        _mapping(global_config, "global configuration"),
+        _seeds(rows, collection),
+    )
+
+
+def _prepared(value: dict[str, Any], *, safe: bool) -> dict[str, Any]:
+    # ID-10: redaction comes before any resolving; ID-5 after it, so a
+    # credential-named reference is redacted, never kept as a reference.
+    rewritten: dict[str, Any] = runtime_references(redact(value) if safe else value)
+    return rewritten
+
+
+def _collection(context: ConfigContext, keys: Iterable[str]) -> dict[str, Any]:
+    settings = {key: context.resolve((key,)) for key in keys}
+    drop_nulls(
+        settings, registries.NULL_DEFAULTS.get(registries.COLLECTION, frozenset())
+    )
+    return settings
+
+
+def _settings(kind: str, impl: str, resolved: Mapping[str, Any]) -> dict[str, Any]:
+    # ID-7: host and port in a server's own settings are its placement.
+    settings = {
+        key: value for key, value in resolved.items() if key not in PLACEMENT_KEYS
+    }
+    drop_nulls(
+        settings, registries.scope_settings(registries.NULL_DEFAULTS, kind, impl)
+    )
+    return settings
+
+
+def _servers(selected: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> dict[str, Any]:
+    return {
+        name: {
+            kind: {
+                impl: _settings(kind, impl, settings)
+                for impl, settings in impls.items()
+            }
+            for kind, impls in kinds.items()
+        }
+        for name, kinds in selected.items()
+    }
+
+
+def _with_file_values(identity: dict[str, Any]) -> dict[str, Any]:
+    def semantic(key: str) -> bool:
+        return classify_key(key) == "semantic"
+
+    file_values(identity["collection"], ("collection",), semantic)
+    for name, kinds in identity["servers"].items():
+        for kind, impls in kinds.items():
+            for impl, settings in impls.items():
+                file_values(settings, ("servers", name, kind, impl), semantic)
+    return identity
+
+
+def identity_of(
+    inputs: IdentityInputs, *, credential_safe: bool = True
+) -> dict[str, Any]:
+    """The identity document of plain inputs (ID-1); see :func:`config_identity`."""
+    refuse_directives(inputs.global_config, where="global configuration")
+    refuse_directives(inputs.collection, where="collection configuration")
+    collection = _prepared(inputs.collection, safe=credential_safe)
+    global_config = _prepared(inputs.global_config, safe=credential_safe)
+    context = ConfigContext(
+        {**global_config, **collection}, credential_safe=credential_safe
+    )
+    blocks = server_blocks(global_config)
+    seeds = inputs.seeds or tuple((name, None, name) for name in sorted(blocks))
+    selected = reachable_servers(blocks, seeds, context.resolve)
+    identity = {
+        "scheme": IDENTITY_SCHEME,
+        "collection": _collection(context, collection),
+        "servers": _servers(selected),
+    }
+    return _with_file_values(identity)
+
+
+def config_identity(
+    config: Any,
+    global_config: Any,
+    rows: Iterable[Any],
+    *,
+    credential_safe: bool = True,
+) -> dict[str, Any]:
+    """The normalized, credential-safe identity of a run's configuration (ID-1).
+
+    ``config`` is the collection configuration, ``global_config`` the merged
+    server configuration (plain mappings, pydantic models, dataclasses or
+    OmegaConf containers), ``rows`` the materialized input rows.
+    ``credential_safe=False`` gives the unredacted form, resolved as an earlier
+    collector resolved it (reading the environment); it exists only to be
+    compared in memory (ID-14) and must never be written or logged.
+
+    Raises:
+        ConfigError: a referenced server is missing, an interpolation cannot be
+            resolved, a value is ``???``, or a loader directive is unexpanded;
+            the message names the dotted key and never holds a credential.
+    """
+    inputs = identity_inputs(config, global_config, rows)
+    return identity_of(inputs, credential_safe=credential_safe)
+
+
+def _refuse_nan(value: Any, path: tuple[str, ...]) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(
+            f"{join_key(path)} is {value!r}; an identity refuses NaN and infinity",
+            key=join_key(path),
+        )
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            _refuse_nan(item, (*path, str(key)))
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _refuse_nan(item, path)
+
+
+def identity_digest(identity: Mapping[str, Any]) -> str:
+    """The sha256 hex of an identity's canonical JSON (sorted keys, compact, UTF-8).
+
+    Exactly ``json.dumps(identity, sort_keys=True, separators=(",", ":"),
+    ensure_ascii=False, allow_nan=False)`` encoded as UTF-8, so anyone can
+    recompute it with the standard library.
+    """
+    _refuse_nan(identity, ())
+    try:
+        text = json.dumps(
+            identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"the identity is not JSON data ({exc})") from None
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def counted_identity(
+    identity: Mapping[str, Any] | None, config_digest: str, *, where: str
+) -> dict[str, Any] | None:
+    """The saved identity when its digest is the ``config_digest`` beside it (ID-33).
+
+    Otherwise it is ignored with a warning naming ``where`` it came from, and
+    the run can only be compared by digest.
+    """
+    if identity is None:
+        return None
+    try:
+        matches = (
+            isinstance(identity, Mapping) and identity_digest(identity) == config_digest
+        )
+    except ConfigError:
+        matches = False
+    if not matches:
+        logger.warning(
+            "the identity saved in %s is not the one its config_digest %s was "
+            "taken from; it is ignored, so the run is compared by digest only",
+            where,
+            config_digest,
+        )
+        return None
+    return dict(identity)

@@ -1,0 +1,370 @@
+"""Importing a run saved without a ledger (REC-70..REC-74).
+
+An older collector left ``OUT``, perhaps its sidecar, its materialized inputs
+and a NeMo Gym manifest. ``import_legacy_run`` reads them, in that order and
+each in file order, and writes ``<stem>_ledger/``: ``run_created``,
+``legacy_imported`` and one outcome event per row (actor ``import``), built in
+a database aside and renamed into place, so an import killed at any instant
+leaves no half run. Collector files and other tools' files are only read; the
+one file written outside the ledger folder is the copy of ``--inputs`` when
+the run has no materialized inputs. The published projections (coverage) are
+the caller's to write: ``projections.import_run`` does both.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import msgspec
+from pydantic import ValidationError
+
+from ledger.clock import Clock
+from ledger.errors import ConfigError, CorruptLedger, LedgerError, RowError
+from ledger.events import (
+    ZERO_HASH,
+    Event,
+    LegacyImported,
+    LegacyRejection,
+    LegacySource,
+    StoredEvent,
+    chain_hash,
+    encode_body,
+    kind_of,
+)
+from ledger.files import atomic_replace, fsync_dir
+from ledger.identity.manifest import RunManifest
+from ledger.legacy.manifest import (
+    ForeignManifest,
+    foreign_manifest_path,
+    read_foreign_manifest,
+)
+from ledger.legacy.reading import (
+    Materialized,
+    OutcomeReader,
+    Progress,
+    listing,
+    read_materialized,
+)
+from ledger.paths import RunPaths
+from ledger.policy.source import creation_policy
+from ledger.run.create import run_created_body
+from ledger.run.lock import RunLock
+from ledger.run.materialize import MaterializedInputs
+from ledger.store.decode import stored_from_row
+from ledger.store.sqlite import EventRow, NewEvent, SQLiteStore
+
+__all__ = ["ImportReport", "import_legacy_run"]
+
+ACTOR = "import"
+
+
+class ImportReport(msgspec.Struct, frozen=True, kw_only=True):
+    """What an import recorded or, with ``dry_run``, would record (REC-70, REC-74).
+
+    ``events`` are the events as stored (or as they would be), in ``seq``
+    order; ``rows_read`` counts the lines of the sidecar and ``OUT``, each of
+    which was imported or rejected (blank lines are rejections that never fail
+    an import); ``inputs_copied`` says ``--inputs`` became the run's
+    materialized inputs.
+    """
+
+    out: str
+    ledger_dir: str
+    run_id: str
+    dry_run: bool
+    inputs_copied: bool
+    sources: tuple[LegacySource, ...]
+    rows_read: int
+    rows_imported: int
+    rows_rejected: int
+    rejections: tuple[LegacyRejection, ...]
+    foreign_manifest: dict[str, Any] | None
+    events: tuple[StoredEvent, ...]
+
+
+def import_legacy_run(
+    out: Path | str,
+    *,
+    inputs: Path | str | None = None,
+    skip_rejected: bool = False,
+    dry_run: bool = False,
+    lock: RunLock | None = None,
+    clock: Clock | None = None,
+    progress: Progress | None = None,
+) -> ImportReport:
+    """Import the run an older collector left at ``out`` (REC-70..REC-74).
+
+    ``inputs`` is required when ``<stem>_materialized_inputs.jsonl`` is missing,
+    and is copied there. Without ``lock`` the run lock is taken for the
+    import's duration; ``dry_run`` takes none and writes nothing. ``progress``
+    is called with the bytes of the sidecar and ``OUT`` read so far and in all.
+
+    Raises:
+        ConfigError: the run has a ledger already (REC-74), no collector files,
+            or no materialized inputs and no ``inputs``; ``inputs`` differs from
+            the existing materialized inputs.
+        RowError: a line was rejected and ``skip_rejected`` is not set (the
+            message lists them with line numbers), or an input row is unusable.
+        CorruptLedger: a NeMo Gym manifest beside the run cannot be read.
+        LockHeld: another process holds the run lock.
+    """
+    paths = RunPaths.of(out)
+    clock = clock or Clock()
+    options = _Options(inputs, clock, progress, skip_rejected=skip_rejected)
+    if dry_run:
+        return _import(paths, options, write=False)
+    if lock is not None:
+        _require_lock(lock, paths)
+        return _import(paths, options, write=True)
+    with RunLock(paths.out):
+        return _import(paths, options, write=True)
+
+
+def _require_lock(lock: RunLock, paths: RunPaths) -> None:
+    if not lock.held or lock.paths.out != paths.out:
+        raise LedgerError(
+            f"importing {paths.out} needs its held RunLock; acquire it first"
+        )
+
+
+class _Options(NamedTuple):
+    inputs: Path | str | None
+    clock: Clock
+    progress: Progress | None
+    skip_rejected: bool
+
+
+def _import(paths: RunPaths, options: _Options, *, write: bool) -> ImportReport:
+    _refuse_existing(paths)
+    data, copy = _input_bytes(paths, options.inputs)
+    materialized = read_materialized(data, paths.relative(paths.materialized))
+    foreign = read_foreign_manifest(foreign_manifest_path(paths))
+    manifest = _manifest(materialized, foreign, options.clock, paths)
+    reader = OutcomeReader(
+        materialized.keys, manifest.run_id, progress=options.progress
+    )
+    legacy = _legacy_imported(paths, materialized, foreign, reader)
+    if reader.failing and not options.skip_rejected:
+        raise _rejected(paths, reader)
+    bodies: list[Event] = [_run_created(paths, manifest, materialized), legacy]
+    bodies.extend(reader.bodies)
+    now = options.clock.now
+    new = [NewEvent(kind_of(b), now(), ACTOR, encode_body(b)) for b in bodies]
+    rows = _write(paths, data if copy else None, new, manifest) if write else None
+    events = _stored(rows if rows is not None else _chained(new), bodies)
+    return ImportReport(
+        out=str(paths.out),
+        ledger_dir=str(paths.ledger_dir),
+        run_id=manifest.run_id,
+        dry_run=not write,
+        inputs_copied=copy,
+        sources=legacy.sources,
+        rows_read=legacy.rows_read,
+        rows_imported=legacy.rows_imported,
+        rows_rejected=legacy.rows_rejected,
+        rejections=legacy.rejections,
+        foreign_manifest=legacy.foreign_manifest,
+        events=events,
+    )
+
+
+def _legacy_imported(
+    paths: RunPaths,
+    materialized: Materialized,
+    foreign: ForeignManifest | None,
+    reader: OutcomeReader,
+) -> LegacyImported:
+    """Read the sidecar, then OUT; what was read, taken and rejected (REC-70)."""
+    sources = _sources(paths, materialized, foreign, reader)
+    return LegacyImported(
+        sources=sources,
+        rows_read=reader.rows_read,
+        rows_imported=len(reader.bodies),
+        rows_rejected=len(reader.rejections),
+        rejections=tuple(reader.rejections),
+        foreign_manifest=None if foreign is None else foreign.value,
+    )
+
+
+def _refuse_existing(paths: RunPaths) -> None:
+    # REC-74: the database is the run; a lock file alone does not count.
+    if paths.db.exists():
+        raise ConfigError(
+            f"{paths.db} exists: this run has a ledger already and is not imported "
+            "twice; continue it with `rollout-ledger resume`",
+            path=paths.db,
+        )
+    if not (paths.out.exists() or paths.sidecar.exists()):
+        raise ConfigError(
+            f"neither {paths.out} nor {paths.sidecar} exists: there is no run to "
+            "import; start a new one with `rollout-ledger create`",
+            path=paths.out,
+        )
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}", path=path) from exc
+
+
+def _input_bytes(paths: RunPaths, inputs: Path | str | None) -> tuple[bytes, bool]:
+    """The materialized inputs' bytes, and whether ``inputs`` must be copied there."""
+    target = paths.materialized
+    if target.exists():
+        data = _read(target)
+        if inputs is not None and _read(Path(inputs)) != data:
+            raise ConfigError(
+                f"{target} exists and holds other rows than {inputs}; import the "
+                "run with its own materialized inputs (leave out --inputs)",
+                path=target,
+            )
+        return data, False
+    if inputs is None:
+        raise ConfigError(
+            f"{target} is missing: pass the run's materialized rows with --inputs "
+            "ROWS.jsonl (each with its _ng_task_index and _ng_rollout_index; "
+            "results are never paired with inputs by position)",
+            path=target,
+        )
+    return _read(Path(inputs)), True
+
+
+def _manifest(
+    materialized: Materialized,
+    foreign: ForeignManifest | None,
+    clock: Clock,
+    paths: RunPaths,
+) -> RunManifest:
+    # REC-73: a NeMo Gym manifest's run id and digest are kept; its digest
+    # follows another algorithm, so matches_config never accepts it (REC-57).
+    try:
+        return RunManifest.import_legacy(
+            (),
+            materialized_bytes=materialized.data,
+            run_id=None if foreign is None else foreign.run_id,
+            config_digest=None if foreign is None else foreign.config_digest,
+            clock=clock,
+        )
+    except ValidationError as exc:
+        raise CorruptLedger(
+            f"the NeMo Gym manifest {foreign_manifest_path(paths)} gives an "
+            f"unusable run id or digest ({exc.error_count()} problems)",
+            path=foreign_manifest_path(paths),
+        ) from None
+
+
+def _sources(
+    paths: RunPaths,
+    materialized: Materialized,
+    foreign: ForeignManifest | None,
+    reader: OutcomeReader,
+) -> tuple[LegacySource, ...]:
+    """Read the sidecar, then OUT (REC-70); every file read, with size and digest."""
+    found = [_whole(paths.relative(paths.materialized), materialized.data)]
+    if foreign is not None:
+        name = paths.relative(foreign_manifest_path(paths))
+        found.append(_whole(name, foreign.data))
+    outcome_files = ((paths.sidecar, True), (paths.out, False))
+    reader.total = sum(_size(path) for path, _ in outcome_files)
+    for path, sidecar in outcome_files:
+        source = reader.read(path, paths.relative(path), sidecar=sidecar)
+        if source is not None:
+            found.append(source)
+    return tuple(found)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _whole(file: str, data: bytes) -> LegacySource:
+    return LegacySource(
+        file=file,
+        size=len(data),
+        sha256=hashlib.sha256(data).hexdigest(),
+        lines=data.count(b"\n"),
+    )
+
+
+def _rejected(paths: RunPaths, reader: OutcomeReader) -> RowError:
+    failing = reader.failing
+    first = failing[0]
+    return RowError(
+        f"{len(failing)} line{'' if len(failing) == 1 else 's'} of "
+        f"{paths.out.name} or its sidecar cannot be imported, so nothing was "
+        f"written:\n"
+        f"{listing([(r.file, r.line, r.reason) for r in failing])}\n"
+        "fix or move these lines aside, or import the rest with --skip-rejected "
+        "(the skipped lines are recorded)",
+        path=paths.folder / first.file,
+        line=first.line,
+    )
+
+
+def _run_created(
+    paths: RunPaths, manifest: RunManifest, materialized: Materialized
+) -> Event:
+    inputs = MaterializedInputs(
+        materialized.data, manifest.materialized_digest, materialized.entries
+    )
+    # REC-61: the owning launcher's saved classification, else the defaults.
+    return run_created_body(manifest, creation_policy(paths.out), inputs)
+
+
+def _chained(new: Sequence[NewEvent]) -> list[EventRow]:
+    """The rows the store would write for ``new`` from an empty log (EV-2)."""
+    rows, prev = [], ZERO_HASH
+    for seq, event in enumerate(new, start=1):
+        digest = chain_hash(prev, seq, *event)
+        rows.append(EventRow(seq, *event, prev, digest))
+        prev = digest
+    return rows
+
+
+def _stored(
+    rows: Sequence[EventRow], bodies: Sequence[Event]
+) -> tuple[StoredEvent, ...]:
+    return tuple(
+        stored_from_row(row, body) for row, body in zip(rows, bodies, strict=True)
+    )
+
+
+def _write(
+    paths: RunPaths, copy: bytes | None, new: list[NewEvent], manifest: RunManifest
+) -> list[EventRow]:
+    """Copy ``--inputs``, build the database aside, rename it into place, publish."""
+    if copy is not None:
+        # Before the database: an import killed in between leaves the same
+        # inputs a second import accepts (they must be byte-identical).
+        atomic_replace(paths.materialized, copy)
+    building = paths.db.with_name(paths.db.name + ".importing")
+    _remove_leftovers(building)  # an import that died; we hold the lock
+    store = SQLiteStore.create(building, journal_mode="wal")
+    try:
+        rows = store.append_many(new)
+    except BaseException:
+        store.close()
+        _remove_leftovers(building)
+        raise
+    store.close()  # the last connection checkpoints and removes the WAL
+    try:
+        os.replace(building, paths.db)
+        fsync_dir(paths.ledger_dir)
+    except OSError as exc:
+        raise LedgerError(f"could not create {paths.db}: {exc.strerror}") from exc
+    manifest.write(paths.manifest)  # ID-32: an imported run has no identity
+    return rows
+
+
+def _remove_leftovers(db: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        db.with_name(db.name + suffix).unlink(missing_ok=True)

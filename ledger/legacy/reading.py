@@ -1,0 +1,378 @@
+"""Reading the files of a run saved without a ledger, line by line (REC-71, REC-72).
+
+Each line is a row or is rejected with its file, line number and a reason. The
+materialized inputs define the run, so a bad input row refuses the import; a
+bad outcome row is a rejection, which ``--skip-rejected`` may skip. Outcome
+rows are turned into their events at once, so no row is held in memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from collections import Counter
+from collections.abc import Callable, Collection, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Final
+
+import msgspec
+
+from ledger.errors import ConfigError, RowError
+from ledger.events import (
+    Event,
+    FailureSaved,
+    IndexEntry,
+    LegacyRejection,
+    LegacySource,
+    Location,
+    OmissionSaved,
+    ResultSaved,
+)
+from ledger.rows.all_facts import row_facts
+from ledger.rows.kinds import row_route
+from ledger.rows.values import brief
+from ledger.run.materialize import index_entry
+
+__all__ = [
+    "REASONS",
+    "Materialized",
+    "OutcomeReader",
+    "Progress",
+    "RawLine",
+    "listing",
+    "raw_lines",
+    "read_materialized",
+]
+
+# REC-71: every reason starts with one of these phrases, so tools and tests can
+# group rejections; the rest of the reason says what exactly was found.
+BLANK: Final = "blank line"
+NOT_JSON: Final = "not JSON"
+PLACEHOLDER: Final = "a <PLACEHOLDER ROW> line"
+NOT_OBJECT: Final = "not a JSON object"
+NO_INDEX: Final = "no integer task/rollout index"
+UNKNOWN_KEY: Final = "key not among the materialized rows"
+TORN: Final = "torn last line"
+OTHER_RUN: Final = "_ng_run_id of another run"
+BAD_ATTEMPT: Final = "no integer _ng_attempt_index"
+NOT_FAILURE: Final = "not a failure row"
+OMISSION_IN_OUT: Final = "an omission stand-in outside the sidecar"
+NO_PERSIST: Final = "marked _ng_no_persist"
+REASONS: Final = (
+    BLANK, NOT_JSON, PLACEHOLDER, NOT_OBJECT, NO_INDEX, UNKNOWN_KEY, TORN,
+    OTHER_RUN, BAD_ATTEMPT, NOT_FAILURE, OMISSION_IN_OUT, NO_PERSIST,
+)  # fmt: skip
+
+_PLACEHOLDER_LINE = b"<PLACEHOLDER ROW>"
+# Keys and attempts are stored as 64-bit integers (SQLite, msgspec).
+_MAX_INDEX = 2**63 - 1
+_REASON_LIMIT = 2000
+_LISTED = 20
+_DECODER = msgspec.json.Decoder()
+_PROGRESS_SHIFT = 20  # report progress once per MiB read
+
+_JSON_TYPES: Final = {
+    list: "array", str: "string", int: "number", float: "number",
+    bool: "boolean", type(None): "null",
+}  # fmt: skip
+
+Progress = Callable[[int, int], None]
+
+Key = tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class RawLine:
+    """One line of a file: its 1-based number, offset and bytes (newline included)."""
+
+    number: int
+    offset: int
+    data: bytes
+
+    @property
+    def torn(self) -> bool:
+        """No newline at its end: the last line, cut short (EV-12)."""
+        return not self.data.endswith(b"\n")
+
+    @property
+    def blank(self) -> bool:
+        """Whitespace only."""
+        return not self.data.strip()
+
+
+def raw_lines(handle: IO[bytes]) -> Iterator[RawLine]:
+    """The lines of a binary file in order, streamed."""
+    offset = 0
+    for number, data in enumerate(handle, start=1):
+        yield RawLine(number, offset, data)
+        offset += len(data)
+
+
+def _decode(line: RawLine) -> dict[str, Any] | str:
+    """The line's JSON object, or the reason it is not one (REC-71)."""
+    if line.data.strip() == _PLACEHOLDER_LINE:
+        return f"{PLACEHOLDER}, not a row"
+    try:
+        value = _DECODER.decode(line.data)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        return f"{NOT_JSON} ({reason})"
+    if not isinstance(value, dict):
+        return f"{NOT_OBJECT} (a JSON {_JSON_TYPES.get(type(value), 'value')})"
+    return value
+
+
+def _index(row: Mapping[str, Any], name: str) -> int | None:
+    value = row.get(name)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 0 <= value <= _MAX_INDEX else None
+
+
+def _key(row: Mapping[str, Any]) -> Key | None:
+    task, rollout = _index(row, "_ng_task_index"), _index(row, "_ng_rollout_index")
+    return None if task is None or rollout is None else (task, rollout)
+
+
+def listing(problems: list[tuple[str, int, str]]) -> str:
+    """Problems as indented ``file line N: reason`` lines, the first few of them."""
+    shown = [f"  {file} line {line}: {reason}" for file, line, reason in problems]
+    if len(shown) > _LISTED:
+        shown[_LISTED:] = [f"  ... and {len(shown) - _LISTED} more"]
+    return "\n".join(shown)
+
+
+# The materialized inputs: they define the run.
+
+
+@dataclass(frozen=True)
+class Materialized:
+    """The materialized inputs' bytes and one index entry per row, in file order."""
+
+    data: bytes
+    entries: tuple[IndexEntry, ...]
+    keys: frozenset[Key]
+
+
+def _input_entry(line: RawLine) -> IndexEntry | str:
+    row = _decode(line)
+    if isinstance(row, str):
+        return f"{TORN} ({row})" if line.torn else row
+    if _key(row) is None:
+        # REC-71: rows are never paired by position (completion order is not
+        # input order), so an input row without its key cannot be imported.
+        return (
+            f"{NO_INDEX} (_ng_task_index {brief(row.get('_ng_task_index'))}, "
+            f"_ng_rollout_index {brief(row.get('_ng_rollout_index'))})"
+        )
+    try:
+        return index_entry(
+            row, line=line.number, offset=line.offset, length=len(line.data)
+        )
+    except RowError as exc:
+        return str(exc)
+
+
+def _duplicates(entries: list[tuple[int, IndexEntry]]) -> list[tuple[int, str]]:
+    problems: list[tuple[int, str]] = []
+    keys: dict[Key, int] = {}
+    ids: dict[str, int] = {}
+    for line, (task, rollout, _, _, _, rollout_id) in entries:
+        if (task, rollout) in keys:
+            first = keys[task, rollout]
+            problems.append(
+                (line, f"task {task}, rollout {rollout} repeats line {first}")
+            )
+        keys.setdefault((task, rollout), line)
+        if rollout_id is not None and rollout_id in ids:
+            problems.append((line, f"_ng_rollout_id repeats line {ids[rollout_id]}"))
+        if rollout_id is not None:
+            ids.setdefault(rollout_id, line)
+    return problems
+
+
+def read_materialized(data: bytes, file: str) -> Materialized:
+    """Index the materialized inputs; any unusable row refuses the import.
+
+    Raises:
+        RowError: a row is not JSON, has no key, or repeats a key or an id,
+            listed with line numbers; ``--skip-rejected`` does not apply, since
+            skipping an input would silently shrink the evaluation.
+        ConfigError: the file holds no rows.
+    """
+    problems: list[tuple[int, str]] = []
+    entries: list[tuple[int, IndexEntry]] = []
+    for line in raw_lines(io.BytesIO(data)):
+        if line.blank:
+            continue  # NeMo Gym skips blank input lines too
+        entry = _input_entry(line)
+        if isinstance(entry, str):
+            problems.append((line.number, entry))
+        else:
+            entries.append((line.number, entry))
+    problems = sorted(problems + _duplicates(entries))
+    if problems:
+        raise RowError(
+            f"the materialized inputs {file} cannot be imported:\n"
+            f"{listing([(file, n, why) for n, why in problems])}\n"
+            "every input row needs its own _ng_task_index and _ng_rollout_index, "
+            "once; fix the inputs (or pass another --inputs file)",
+            path=file,
+            line=problems[0][0],
+        )
+    if not entries:
+        raise ConfigError(f"{file} holds no materialized rows; nothing to import")
+    index = tuple(entry for _, entry in entries)
+    return Materialized(data, index, frozenset((e[0], e[1]) for e in index))
+
+
+# Outcome rows: the sidecar, then OUT.
+
+
+def _attempt(row: Mapping[str, Any], default: int) -> int | None:
+    if row.get("_ng_attempt_index") is None:
+        return default
+    return _index(row, "_ng_attempt_index")
+
+
+def _misfit(row: Mapping[str, Any], run_id: str, *, sidecar: bool) -> str | None:
+    """Why a keyed row cannot be an outcome of this run, or ``None``."""
+    saved = row.get("_ng_run_id")
+    if saved is not None and saved != run_id:
+        # ID-40: dispatched under another run; it does not verify against this one.
+        return f"{OTHER_RUN} ({brief(saved)}, not {run_id!r})"
+    route = row_route(row)
+    if route == "nowhere":
+        return f"{NO_PERSIST}: its collector writes such rows nowhere"
+    if sidecar and route == "result":
+        # Every legacy writer stamps its sidecar rows; an unstamped one has no
+        # failure to classify, and its reward 0.0 is a placeholder (ROW-12).
+        return f"{NOT_FAILURE}: no _ng_failure_class or _ng_failure_record"
+    if not sidecar and route == "omission":
+        return f"{OMISSION_IN_OUT}: _ng_omitted rows belong in the sidecar"
+    return None
+
+
+@dataclass
+class OutcomeReader:
+    """Reads the sidecar, then ``OUT``, into outcome events and rejections."""
+
+    keys: Collection[Key]
+    run_id: str
+    bodies: list[Event] = field(default_factory=list)
+    rejections: list[LegacyRejection] = field(default_factory=list)
+    rows_read: int = 0
+    # REC-72: sidecar rows per key, counted as the older collector counted them.
+    sidecar_rows: Counter[Key] = field(default_factory=Counter)
+    #: Called with (bytes read, bytes to read) as reading goes (CLI progress).
+    progress: Progress | None = None
+    total: int = 0
+    done: int = 0
+
+    @property
+    def failing(self) -> list[LegacyRejection]:
+        """The rejections that make an import fail: every one but blank lines."""
+        return [r for r in self.rejections if not r.reason.startswith(BLANK)]
+
+    def read(self, path: Path, file: str, *, sidecar: bool) -> LegacySource | None:
+        """Read one file in order; its source record, or ``None`` when missing."""
+        try:
+            handle = path.open("rb")
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise ConfigError(f"cannot read {path}: {exc.strerror}", path=path) from exc
+        digest, size, lines = hashlib.sha256(), 0, 0
+        with handle:
+            for line in raw_lines(handle):
+                self._line(line, file, sidecar=sidecar)
+                self._advance(len(line.data))
+                if not line.torn:
+                    # A torn last line is not part of what the ledger records:
+                    # a writer's open cuts and saves it (EV-12), so no later row
+                    # is ever appended onto it.
+                    digest.update(line.data)
+                    size, lines = size + len(line.data), lines + 1
+        return LegacySource(
+            file=file, size=size, sha256=digest.hexdigest(), lines=lines
+        )
+
+    def _advance(self, read: int) -> None:
+        before, self.done = self.done, self.done + read
+        if self.progress is not None and (
+            self.done >> _PROGRESS_SHIFT > before >> _PROGRESS_SHIFT
+            or self.done >= self.total
+        ):
+            self.progress(self.done, self.total)
+
+    def _line(self, line: RawLine, file: str, *, sidecar: bool) -> None:
+        self.rows_read += 1
+        taken = self._take(line, file, sidecar=sidecar)
+        if isinstance(taken, str):
+            self.rejections.append(
+                LegacyRejection(
+                    file=file, line=line.number, reason=taken[:_REASON_LIMIT]
+                )
+            )
+        else:
+            self.bodies.append(taken)
+
+    def _take(self, line: RawLine, file: str, *, sidecar: bool) -> Event | str:
+        if line.blank:
+            return BLANK
+        if line.torn:
+            return f"{TORN}: no newline at its end, so its write was cut short"
+        row = _decode(line)
+        if isinstance(row, str):
+            return row
+        key = _key(row)
+        if key is None:
+            return f"{NO_INDEX} (_ng_task_index, _ng_rollout_index)"
+        earlier = self.sidecar_rows[key]
+        if sidecar:
+            self.sidecar_rows[key] += 1
+        if key not in self.keys:
+            return f"{UNKNOWN_KEY} (task {key[0]}, rollout {key[1]})"
+        misfit = _misfit(row, self.run_id, sidecar=sidecar)
+        if misfit is not None:
+            return misfit
+        # REC-72: the row's own attempt; else, in the sidecar, the earlier
+        # sidecar rows of its key, and in OUT, all of them.
+        attempt = _attempt(row, earlier if sidecar else self.sidecar_rows[key])
+        if attempt is None:
+            return f"{BAD_ATTEMPT} >= 0 ({brief(row.get('_ng_attempt_index'))})"
+        return _body(row, key, attempt, _location(line, file), line, sidecar=sidecar)
+
+
+def _location(line: RawLine, file: str) -> Location:
+    return Location(
+        file=file,
+        offset=line.offset,
+        length=len(line.data),
+        row_sha256=hashlib.sha256(line.data).hexdigest(),
+    )
+
+
+def _body(
+    row: dict[str, Any],
+    key: Key,
+    attempt: int,
+    location: Location,
+    line: RawLine,
+    *,
+    sidecar: bool,
+) -> Event:
+    fields = {"task": key[0], "rollout": key[1], "attempt": attempt}
+    if not sidecar:
+        # The event follows the file; the facts say what the row is, so a
+        # failure an older build wrote to OUT is classified as a failure.
+        return ResultSaved(**fields, location=location, facts=row_facts(row))
+    if row_route(row) == "omission":
+        reason = str(row.get("_ng_failure_message") or "")[:_REASON_LIMIT]
+        return OmissionSaved(
+            **fields, location=location, sidecar_line=line.number - 1, reason=reason
+        )
+    return FailureSaved(
+        **fields, location=location, sidecar_line=line.number - 1, facts=row_facts(row)
+    )

@@ -1,0 +1,1 @@
+"""The recovery policy, its log and sources, approvals, judge admissions and caps."""

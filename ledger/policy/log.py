@@ -1,0 +1,88 @@
+"""The run's policy as the log records it (REC-60): ``run_created``, then changes."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from ledger.errors import ConfigError, CorruptLedger
+from ledger.events import PolicyChange, PolicyChanged, RunCreated
+from ledger.policy.model import DEFAULT_POLICY, RecoveryPolicy
+
+__all__ = ["apply_changes", "policy_changes", "policy_from_events", "policy_from_json"]
+
+
+def policy_from_json(
+    data: Mapping[str, Any], *, where: str = "the log"
+) -> RecoveryPolicy:
+    """A policy from its stored JSON; an unreadable one is ``CorruptLedger``."""
+    if not data:
+        return DEFAULT_POLICY
+    try:
+        return RecoveryPolicy.model_validate(dict(data))
+    except ValidationError as exc:
+        raise CorruptLedger(f"the policy in {where} cannot be read: {exc}") from exc
+
+
+def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
+    *path, last = dotted.split(".")
+    for part in path:
+        child = target.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            target[part] = child
+        target = child
+    if value is None and path:
+        target.pop(last, None)  # removing a mapping entry (side_overrides.KIND)
+    else:
+        target[last] = value
+
+
+def apply_changes(
+    policy: RecoveryPolicy, changes: Mapping[str, PolicyChange]
+) -> RecoveryPolicy:
+    """``policy`` with each dotted key set to its new value (REC-60)."""
+    data = copy.deepcopy(policy.to_json_dict())
+    for dotted in sorted(changes):
+        _set_dotted(data, dotted, changes[dotted].new)
+    return RecoveryPolicy.model_validate(data)
+
+
+def policy_from_events(bodies: Iterable[object]) -> RecoveryPolicy:
+    """The policy in force after ``run_created`` and every ``policy_changed``."""
+    policy = DEFAULT_POLICY
+    for body in bodies:
+        if isinstance(body, RunCreated):
+            policy = policy_from_json(body.policy, where="run_created")
+        elif isinstance(body, PolicyChanged):
+            try:
+                policy = apply_changes(policy, body.changes)
+            except ValidationError as exc:
+                raise CorruptLedger(
+                    f"a policy_changed event cannot be applied: {exc}"
+                ) from exc
+    return policy
+
+
+def policy_changes(
+    policy: RecoveryPolicy, settings: Mapping[str, Any]
+) -> dict[str, PolicyChange]:
+    """The changes that setting dotted ``settings`` makes, checked (``ConfigError``)."""
+    changes = {}
+    current = policy.to_json_dict()
+    for dotted, new in settings.items():
+        old: Any = current
+        for part in dotted.split("."):
+            old = old.get(part) if isinstance(old, dict) else None
+        if old != new:
+            changes[dotted] = PolicyChange(old=old, new=new)
+    try:
+        apply_changes(policy, changes)
+    except ValidationError as exc:
+        raise ConfigError(
+            f"the policy change is not valid: {exc}", key=",".join(settings)
+        ) from exc
+    return changes

@@ -1,0 +1,1 @@
+"""Runs on PostgreSQL (scale.md): URLs, schema, store, advisory lock, copies."""

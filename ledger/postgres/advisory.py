@@ -1,0 +1,193 @@
+"""The run lock on PostgreSQL (SC-4): a session advisory lock named by the run.
+
+The coordinator holds it while it resumes, gates and releases plans; the
+server releases it when the holding session ends, however the process died.
+The advisory lock alone is what excludes; the ``run_locks`` row only tells the
+next would-be coordinator who holds it (host, pid, start), as the lock file
+does for the file-based run lock (EV-40).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import socket
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any
+
+import psycopg
+
+from ledger.errors import LedgerError, LockHeld
+from ledger.postgres.schema import LOCK_NAMESPACE, SCHEMA, translate
+
+__all__ = ["AdvisoryRunLock", "acquire_run_lock", "current_holder", "run_lock_key"]
+
+_MINE = (
+    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
+    "AND classid::bigint = %s AND objid::bigint = %s AND objsubid = 2 "
+    "AND pid = pg_backend_pid()"
+)
+_HOLDER = (
+    f"SELECT l.pid, r.host, r.pid, r.started FROM pg_locks l "
+    f"LEFT JOIN {SCHEMA}.run_locks r ON r.run = %s AND r.backend_pid = l.pid "
+    "WHERE l.locktype = 'advisory' AND l.granted AND l.classid::bigint = %s "
+    "AND l.objid::bigint = %s AND l.objsubid = 2"
+)
+
+
+def run_lock_key(run: str) -> int:
+    """The second advisory-lock key of ``run`` (the first is ``LOCK_NAMESPACE``)."""
+    key = int.from_bytes(hashlib.sha256(run.encode()).digest()[:4], "big", signed=True)
+    return key or 1  # 0 is the migrations' lock (ledger.postgres.schema.migrate)
+
+
+def _unsigned(key: int) -> int:
+    return key & 0xFFFFFFFF  # pg_locks shows int4 keys as oid (unsigned)
+
+
+def _where(conn: psycopg.Connection[Any], run: str) -> str:
+    info = conn.info
+    return f"postgresql://{info.user}@{info.host}:{info.port}/{info.dbname}?run={run}"
+
+
+class AdvisoryRunLock:
+    """A held run lock: the session of ``conn`` owns it until ``release`` or death."""
+
+    def __init__(self, conn: psycopg.Connection[Any], run: str) -> None:
+        self._conn = conn
+        self.run = run
+        self.where = _where(conn, run)
+        self.held = True
+
+    def release(self) -> None:
+        """Release the lock and forget its holder row (idempotent)."""
+        if not self.held or self._conn.closed:
+            self.held = False
+            return
+        try:
+            with self._conn.transaction(), self._conn.cursor() as cur:
+                cur.execute(
+                    f"DELETE FROM {SCHEMA}.run_locks "
+                    "WHERE run = %s AND backend_pid = pg_backend_pid()",
+                    (self.run,),
+                )
+                cur.execute(
+                    "SELECT pg_advisory_unlock(%s::int4, %s::int4)",
+                    (LOCK_NAMESPACE, run_lock_key(self.run)),
+                )
+        except psycopg.Error as exc:
+            raise translate(exc, self.where, "releasing the run lock") from exc
+        finally:
+            self.held = False
+
+    def __enter__(self) -> AdvisoryRunLock:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+
+def acquire_run_lock(conn: psycopg.Connection[Any], run: str) -> AdvisoryRunLock:
+    """Take ``run``'s advisory lock on ``conn``'s session, or raise ``LockHeld``.
+
+    ``conn`` must be in autocommit mode: the lock belongs to the session, and
+    the holder row must be visible to others at once.
+    """
+    where = _where(conn, run)
+    if not conn.autocommit:
+        raise LedgerError(f"{where}: the run lock needs an autocommit connection")
+    key = run_lock_key(run)
+    try:
+        with conn.cursor() as cur:
+            _refuse_nesting(cur, key, where)
+            cur.execute(
+                "SELECT pg_try_advisory_lock(%s::int4, %s::int4)",
+                (LOCK_NAMESPACE, key),
+            )
+            row = cur.fetchone()
+            if row is None or not row[0]:
+                raise _held(cur, run, key, where)
+    except psycopg.Error as exc:
+        raise translate(exc, where, "taking the run lock") from exc
+    try:
+        _record_holder(conn, run)
+    except BaseException:
+        _unlock_quietly(conn, key)
+        raise
+    return AdvisoryRunLock(conn, run)
+
+
+def current_holder(conn: psycopg.Connection[Any], run: str) -> str | None:
+    """Who holds ``run``'s lock (pid, host, start), or ``None`` when it is free."""
+    key = _unsigned(run_lock_key(run))
+    try:
+        with conn.cursor() as cur:
+            cur.execute(_HOLDER, (run, LOCK_NAMESPACE, key))
+            row = cur.fetchone()
+    except psycopg.Error as exc:
+        raise translate(exc, _where(conn, run), "reading the run lock") from exc
+    if row is None:
+        return None
+    backend, host, pid, started = row
+    if host is None:
+        return f"PostgreSQL backend pid {backend}"
+    return f"pid {pid} on host {host} since {started}"
+
+
+def _refuse_nesting(cur: psycopg.Cursor[Any], key: int, where: str) -> None:
+    # EV-41: locks do not nest. Advisory locks would stack in one session, so
+    # a second acquire there must fail as it does for the file lock.
+    cur.execute(_MINE, (LOCK_NAMESPACE, _unsigned(key)))
+    row = cur.fetchone()
+    if row is not None and row[0]:
+        raise LockHeld(
+            where,
+            holder=f"this session (pid {os.getpid()})",
+            detail="locks do not nest: acquire once and pass the lock down",
+        )
+
+
+def _held(cur: psycopg.Cursor[Any], run: str, key: int, where: str) -> LockHeld:
+    cur.execute(_HOLDER, (run, LOCK_NAMESPACE, _unsigned(key)))
+    row = cur.fetchone()
+    if row is None:
+        return LockHeld(where, detail="it was released a moment ago; try again")
+    backend, host, pid, started = row
+    if host is None:
+        return LockHeld(
+            where,
+            holder=f"PostgreSQL backend pid {backend}",
+            detail="its host and pid are not recorded yet",
+        )
+    return LockHeld(where, holder=f"pid {pid} on host {host} since {started}")
+
+
+def _unlock_quietly(conn: psycopg.Connection[Any], key: int) -> None:
+    # The error that brought us here is the one to report, not this one's.
+    with contextlib.suppress(psycopg.Error):
+        conn.execute(
+            "SELECT pg_advisory_unlock(%s::int4, %s::int4)", (LOCK_NAMESPACE, key)
+        )
+
+
+def _record_holder(conn: psycopg.Connection[Any], run: str) -> None:
+    started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        with conn.transaction(), conn.cursor() as cur:
+            cur.execute(
+                f"INSERT INTO {SCHEMA}.run_locks (run, host, pid, started, "
+                "backend_pid) VALUES (%s, %s, %s, %s, pg_backend_pid()) "
+                "ON CONFLICT (run) DO UPDATE SET host = excluded.host, "
+                "pid = excluded.pid, started = excluded.started, "
+                "backend_pid = excluded.backend_pid",
+                (run, socket.gethostname(), os.getpid(), started),
+            )
+    except psycopg.Error as exc:
+        raise translate(exc, _where(conn, run), "recording the run lock") from exc

@@ -1,0 +1,292 @@
+"""Copying a run between its two homes (SC-2, SC-5): files and PostgreSQL.
+
+``export_files`` writes any run (usually one on PostgreSQL) as a file-based
+run in a folder: its results, sidecar and materialized inputs byte for byte,
+and a SQLite ``ledger.db`` holding the same events with the same hashes, so
+the copy's head hash is the source's (checked before anything is renamed into
+place). ``import_into_store`` loads a file-based run into a new run on
+PostgreSQL: the same events, each outcome row stored with its event, the rest
+of each file's bytes kept beside them, and the published files.
+
+Events are copied as stored, never re-encoded (EV-2: the chain is over the
+stored bytes); the copy's chain is recomputed as it is appended and must end
+on the source's head hash, or the copy is refused and removed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+from ledger.errors import ConfigError, CorruptLedger, LedgerError
+from ledger.events import Location
+from ledger.files import atomic_replace, fsync_dir
+from ledger.paths import RunPaths
+from ledger.postgres.store import NewRow, PostgresStore
+from ledger.postgres.url import RunUrl
+from ledger.run.ledger import Ledger
+from ledger.run.lock import RunLock
+from ledger.store.decode import decode_row
+from ledger.store.sqlite import EventRow, NewEvent, SQLiteStore
+
+__all__ = ["PUBLISHED_NAMES", "export_files", "import_into_store", "load_into_store"]
+
+#: The published files a run may hold (architecture.md, "Files of one run").
+PUBLISHED_NAMES = (
+    "identity.json",
+    "manifest.json",
+    "coverage.json",
+    "resume_drift.log",
+    "failure_budget.log",
+)
+_BATCH = 5000
+_GAP_CHUNK = 1 << 20
+
+
+def _new_events(rows: Sequence[EventRow]) -> list[NewEvent]:
+    return [NewEvent(r.kind, r.at, r.actor, bytes(r.body)) for r in rows]
+
+
+def _batches(rows: Iterator[EventRow]) -> Iterator[list[EventRow]]:
+    batch: list[EventRow] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= _BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _refuse_broken_source(source: Ledger) -> tuple[int, bytes]:
+    broken = source.verify_chain()
+    if broken is not None:
+        raise CorruptLedger(
+            f"{source.where}: event seq {broken.seq}: {broken.reason}; a run whose "
+            "chain does not verify is not copied (run `rollout-ledger verify`)",
+            seq=broken.seq,
+            path=source.where,
+        )
+    return source.head()
+
+
+# -- to files ---------------------------------------------------------------------
+
+
+def export_files(source: Ledger, folder: Path | str) -> RunPaths:
+    """Write ``source`` as a file-based run in ``folder``; its ``RunPaths``.
+
+    Refuses a folder that already holds any file of the run. The ledger is
+    built aside and renamed into place last, so an interrupted export leaves
+    no run, only files that a second export refuses to overwrite (remove them).
+    """
+    head = _refuse_broken_source(source)
+    names = source.files.names
+    paths = RunPaths.of(Path(folder) / names.out)
+    existing = [
+        p
+        for p in (paths.out, paths.sidecar, paths.materialized, paths.db)
+        if p.exists()
+    ]
+    if existing:
+        raise ConfigError(
+            f"{existing[0]} exists: export --files writes a new run; choose an "
+            "empty folder",
+            path=existing[0],
+        )
+    try:
+        paths.ledger_dir.mkdir(parents=True, exist_ok=True)
+        for name in (names.materialized, names.out, names.sidecar):
+            _write_file(source, name, paths.folder / name)
+        for name in PUBLISHED_NAMES:
+            data = source.files.read_published(name)
+            if data is not None:
+                atomic_replace(paths.ledger_dir / name, data)
+    except OSError as exc:
+        raise LedgerError(f"could not write into {folder}: {exc.strerror}") from exc
+    _write_ledger(source, paths, head)
+    return paths
+
+
+def _write_file(source: Ledger, name: str, target: Path) -> None:
+    chunks = source.files.chunks(name)
+    try:
+        first = next(chunks, None)
+    except FileNotFoundError:
+        return
+    if first is None and name != source.files.names.materialized:
+        return  # no rows there: NeMo Gym creates the file with its first row
+    with target.open("xb") as handle:
+        if first is not None:
+            handle.write(first)
+        for chunk in chunks:
+            handle.write(chunk)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _write_ledger(source: Ledger, paths: RunPaths, head: tuple[int, bytes]) -> None:
+    building = paths.db.with_name(paths.db.name + ".exporting")
+    building.unlink(missing_ok=True)
+    store = SQLiteStore.create(building)
+    try:
+        for batch in _batches(source.raw_events(1)):
+            store.append_many(_new_events(batch))
+        copied = store.head()
+    finally:
+        store.close()
+    if copied != head:
+        building.unlink(missing_ok=True)
+        raise CorruptLedger(
+            f"the exported ledger ends on seq {copied[0]}, hash {copied[1].hex()}, "
+            f"not the source's seq {head[0]}, hash {head[1].hex()}",
+            path=source.where,
+        )
+    try:
+        os.replace(building, paths.db)
+        fsync_dir(paths.ledger_dir)
+    except OSError as exc:
+        raise LedgerError(f"could not create {paths.db}: {exc.strerror}") from exc
+
+
+# -- into PostgreSQL --------------------------------------------------------------
+
+
+def load_into_store(out: Path | str, url: RunUrl | str) -> tuple[int, bytes]:
+    """``import_into_store`` of the run at ``out`` under both runs' locks; its head.
+
+    The file-based run's lock keeps its writer out while it is copied; the new
+    run's lock makes this process its coordinator until the copy is whole.
+    """
+    target = url if isinstance(url, RunUrl) else RunUrl.parse(url)
+    with RunLock(out), RunLock(str(target)), Ledger.open(out) as source:
+        return import_into_store(source, target)
+
+
+def import_into_store(source: Ledger, url: RunUrl | str) -> tuple[int, bytes]:
+    """Load the file-based run ``source`` into a new run at ``url``; its head.
+
+    The source must verify (its chain) and have no pending repair; the new
+    run appears whole, in one transaction, or not at all.
+    """
+    if source.on_postgres:
+        raise ConfigError(f"{source.where} is on PostgreSQL already")
+    head = _refuse_broken_source(source)
+    pending = source.pending_repairs()
+    if pending:
+        raise ConfigError(
+            f"{source.where} has {len(pending)} pending repairs (rows a killed "
+            "writer left unrecorded); open it as a writer first, for example with "
+            "`rollout-ledger status --publish`",
+            path=source.where,
+        )
+    ends = source.write_index().ends
+    folder = source.paths.folder
+
+    def fill(store: PostgresStore) -> None:
+        rows = _RowSource(folder)
+        try:
+            for batch in _batches(source.raw_events(2)):
+                located = [rows.row_of(row) for row in batch]
+                store.append_in_transaction(_new_events(batch), rows=located)
+        finally:
+            rows.close()
+        names = source.files.names
+        store.put_file_bytes(names.materialized, _materialized_pieces(source))
+        for name in (names.out, names.sidecar):
+            covered = rows.covered.get(name, [])
+            store.put_file_bytes(name, _gaps(folder / name, covered))
+        store.set_file_ends(
+            {
+                names.materialized: [source.paths.materialized.stat().st_size, 0],
+                **{file: [end.offset, end.lines] for file, end in ends.items()},
+            }
+        )
+        for published in PUBLISHED_NAMES:
+            data = source.files.read_published(published)
+            if data is not None:
+                store.put_published(published, data)
+
+    first = next(source.raw_events(1))
+    created = PostgresStore.create(
+        url, events=_new_events([first]), stem=source.paths.stem, fill=fill
+    )
+    try:
+        copied = created.head()
+        created.analyze()  # the planner's statistics, for the tables just filled
+    finally:
+        created.close()
+    if copied != head:  # unreachable unless the source changed under its lock
+        raise CorruptLedger(
+            f"the imported run ends on seq {copied[0]}, not the source's {head[0]}",
+            path=source.where,
+        )
+    return copied
+
+
+_LOCATED_KINDS = frozenset(
+    {"result_saved", "failure_saved", "omission_saved", "judge_outcome_saved"}
+)
+
+
+class _RowSource:
+    """Reads each recorded row from the source's files, keeping them open."""
+
+    def __init__(self, folder: Path) -> None:
+        self._folder = folder
+        self._handles: dict[str, BinaryIO] = {}
+        #: ``{file: [(offset, length), ...]}`` of every row read.
+        self.covered: dict[str, list[tuple[int, int]]] = {}
+
+    def row_of(self, row: EventRow) -> NewRow | None:
+        if row.kind not in _LOCATED_KINDS:
+            return None
+        where = getattr(decode_row(row).body, "location", None)
+        if not isinstance(where, Location):
+            return None
+        handle = self._handles.get(where.file)
+        if handle is None:
+            handle = self._handles[where.file] = (self._folder / where.file).open("rb")
+        handle.seek(where.offset)
+        data = handle.read(where.length)
+        self.covered.setdefault(where.file, []).append((where.offset, where.length))
+        return NewRow(where.file, where.offset, data)
+
+    def close(self) -> None:
+        for handle in self._handles.values():
+            handle.close()
+
+
+def _materialized_pieces(source: Ledger) -> Iterator[tuple[int, bytes]]:
+    """Each materialized row as a piece (point reads by offset), then any rest."""
+    created = source.run_created()
+    with source.paths.materialized.open("rb") as handle:
+        end = 0
+        for entry in created.index:
+            offset, length = entry[2], entry[3]
+            handle.seek(offset)
+            yield offset, handle.read(length)
+            end = max(end, offset + length)
+        handle.seek(end)
+        rest = handle.read()
+        if rest:
+            yield end, rest
+
+
+def _gaps(path: Path, rows: list[tuple[int, int]]) -> Iterator[tuple[int, bytes]]:
+    """The bytes of ``path`` that no recorded row covers, as pieces, streamed."""
+    if not path.exists():
+        return
+    with path.open("rb") as handle:
+        position = 0
+        for offset, length in sorted(rows):
+            if offset > position:
+                handle.seek(position)
+                yield position, handle.read(offset - position)
+            position = max(position, offset + length)
+        handle.seek(position)
+        while chunk := handle.read(_GAP_CHUNK):
+            yield position, chunk
+            position += len(chunk)

@@ -1,0 +1,125 @@
+"""Every policy-independent fact of one row, computed at once (rows.md, api.md).
+
+``row_facts`` never raises: whatever JSON value it is given (a row of wrong
+types, a list, a huge or deeply nested value), it returns a :class:`RowFacts`,
+and the same row always gives the same facts, encoded byte for byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from ledger.rows.answers import answers, grade_record, is_sidecar_row
+from ledger.rows.calls import calls_summary, model_calls, rollout_wallclock
+from ledger.rows.facts import Delivery, RejudgmentRef, RowFacts, RowKind
+from ledger.rows.kinds import applied_result_class, record_facts
+from ledger.rows.values import (
+    as_count,
+    as_float,
+    as_mapping,
+    as_str,
+    dig,
+    is_mapping,
+)
+
+__all__ = ["is_masked", "mask_owner", "row_facts"]
+
+_DELIVERIES: Final[Mapping[str, Delivery]] = {
+    "not_sent": "not_sent",
+    "possibly_delivered": "possibly_delivered",
+    "delivered": "delivered",
+}
+
+
+def row_facts(row: object) -> RowFacts:
+    """The facts stored in ``result_saved`` / ``failure_saved`` for ``row``.
+
+    Each rule's answer as its public function gives it, with what several
+    rules share (the failure record, the response, ``is_sidecar_row``) read
+    once (P-7: this runs once per recorded row).
+    """
+    source = as_mapping(row)
+    calls = model_calls(source)
+    record = record_facts(source)
+    sidecar = is_sidecar_row(source)
+    # row_kind, with is_sidecar_row's answer
+    kind: RowKind = (
+        "omission"
+        if source.get("_ng_omitted") is True
+        else "failure"
+        if sidecar
+        else "result"
+    )
+    kept = answers(source, sidecar=sidecar)
+    masked = is_masked(source)
+    owner = as_str(source.get("_ng_mask_owner"))
+    return RowFacts(
+        run_id=as_str(source.get("_ng_run_id")),
+        row_kind=kind,
+        selected_kind=record.selected_kind,
+        own_kind=record.own_kind,
+        failure_class=as_str(source.get("_ng_failure_class")),
+        stage=record.context.stage,
+        source=record.context.source,
+        record_source=as_str(record.record.get("source")),
+        terminal=_terminal(source, record.record),
+        delivery=None if kind == "result" else _delivery(record.record),
+        has_saved_generation=kept.has_saved_generation,
+        legacy_placeholder=kept.legacy_placeholder,
+        keeps_response=kept.keeps_response,
+        has_native_partial=kept.has_native_partial,
+        keeps_saved_answer=kept.keeps_saved_answer,
+        grade_record=grade_record(source),
+        reward=None if sidecar else as_float(source.get("reward")),  # result_reward
+        masked=masked,
+        mask_owner=owner or ("environment" if masked else None),  # mask_owner
+        omitted=kind == "omission",
+        rejudgment_of=_rejudgment(source),
+        result_class=applied_result_class(source),
+        wallclock=rollout_wallclock(source, calls=calls),
+        failure_events=record.events,
+        calls=calls_summary(calls),
+        record_failure=record.failure,
+    )
+
+
+def _terminal(row: Mapping[str, Any], record: Mapping[str, Any]) -> bool:
+    # REC-14: stamped by the producer, on the row or in the typed record.
+    stamped = dig(record, "failure", "terminal")
+    return row.get("_ng_failure_terminal") is True or stamped is True
+
+
+def _delivery(record: Mapping[str, Any]) -> Delivery:
+    # rows.md: a failure without a typed record, or without a delivery that is
+    # one of the three values, counts as possibly delivered.
+    delivery = record.get("delivery")
+    if not isinstance(delivery, str):
+        return "possibly_delivered"
+    return _DELIVERIES.get(delivery, "possibly_delivered")
+
+
+def is_masked(row: Mapping[str, Any]) -> bool:
+    """Whether ``mask_sample`` or the legacy ``instance_config.mask_sample`` is true."""
+    nested = dig(row, "instance_config", "mask_sample")
+    return row.get("mask_sample") is True or nested is True
+
+
+def mask_owner(row: Mapping[str, Any]) -> str | None:
+    """Who masked the row: ``_ng_mask_owner``, else ``environment`` when masked."""
+    owner = as_str(row.get("_ng_mask_owner"))
+    return owner or ("environment" if is_masked(row) else None)
+
+
+def _rejudgment(row: Mapping[str, Any]) -> RejudgmentRef | None:
+    # Decision: any object under `_ng_rejudgment` marks a re-judgment's outcome,
+    # even when none of its fields can be read; another type is absent.
+    ref = row.get("_ng_rejudgment")
+    if not is_mapping(ref):
+        return None
+    return RejudgmentRef(
+        admission_id=as_str(ref.get("admission_id")),
+        task=as_count(ref.get("task")),
+        rollout=as_count(ref.get("rollout")),
+        attempt=as_count(ref.get("attempt")),
+    )

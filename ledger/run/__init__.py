@@ -1,0 +1,1 @@
+"""One run and its write path: ``Ledger``, the recorder, the lock, creation, repair."""

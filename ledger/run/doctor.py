@@ -1,0 +1,174 @@
+"""EV-42's environment checks for ``doctor``, made from a second process.
+
+``flock`` must hold across processes, SQLite's WAL mode needs shared memory that
+some network filesystems lack, and a run needs free space. Each check returns
+a :class:`Check`; the second process is ``python -m ledger.run.doctor_probe``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "Check",
+    "filesystem_type",
+    "flock_check",
+    "free_space_check",
+    "lock_holder_check",
+    "wal_check",
+]
+
+#: Filesystems where SQLite's WAL shared memory is unsafe or unsupported.
+NETWORK_FILESYSTEMS = (
+    "nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "beegfs", "ceph",
+    "glusterfs", "9p", "panfs", "fuse",
+)  # fmt: skip
+_LOW_SPACE = 1 << 30  # 1 GiB
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check: its name, whether it holds, and what was found."""
+
+    name: str
+    ok: bool
+    detail: str
+
+
+def _probe(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "ledger.run.doctor_probe", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    text = done.stdout.strip() or done.stderr.strip()
+    return text.splitlines()[-1] if text else ""
+
+
+def flock_check(folder: Path) -> Check:
+    """A lock this process holds refuses a second process, and then admits it."""
+    import fcntl
+
+    with tempfile.NamedTemporaryFile(
+        dir=folder, prefix=".doctor-", suffix=".lock"
+    ) as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        while_held = _probe("flock", f.name)
+        fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+        after = _probe("flock", f.name)
+    ok = while_held == "blocked" and after == "locked"
+    detail = (
+        "a second process was refused while this one held the lock"
+        if ok
+        else f"a second process saw {while_held!r} while held, {after!r} after: "
+        "flock is not enforced here, so two collectors could own one run"
+    )
+    return Check("flock across processes", ok, detail)
+
+
+def filesystem_type(path: Path) -> tuple[str, str]:
+    """``(fstype, mount point)`` of the filesystem holding ``path`` (Linux)."""
+    target = os.path.realpath(path)
+    best = ("unknown", "")
+    try:
+        with open("/proc/mounts", encoding="utf-8") as mounts:
+            for line in mounts:
+                fields = line.split()
+                if len(fields) < 3:
+                    continue
+                point = fields[1].replace("\\040", " ")
+                inside = target == point or target.startswith(point.rstrip("/") + "/")
+                if inside and len(point) >= len(best[1]):
+                    best = (fields[2], point)
+    except OSError:
+        pass
+    return best
+
+
+def _network(fstype: str) -> bool:
+    return any(
+        fstype == name or fstype.startswith(name + ".") for name in NETWORK_FILESYSTEMS
+    )
+
+
+def wal_check(out: Path, folder: Path, head_seq: int | None) -> Check:
+    """The filesystem's type, and a second process reading the head this one sees."""
+    fstype, point = filesystem_type(folder)
+    where = f"{fstype} at {point or '?'}"
+    if _network(fstype):
+        return Check(
+            "WAL safety", False, f"{where}: a network filesystem; WAL is unsafe"
+        )
+    if head_seq is None:
+        return Check("WAL safety", True, f"{where}: local (no ledger yet)")
+    seen = _probe("head", str(out))
+    ok = seen == str(head_seq)
+    detail = f"{where}: a second process read head seq {seen}"
+    if not ok:
+        detail += f", this one {head_seq}: the WAL is not shared"
+    return Check("WAL safety", ok, detail)
+
+
+def free_space_check(folder: Path) -> Check:
+    """Free space where the run's files grow."""
+    usage = shutil.disk_usage(folder)
+    gib = 1 << 30
+    detail = f"{usage.free / gib:.1f} GiB free of {usage.total / gib:.1f} GiB"
+    return Check("free space", usage.free >= _LOW_SPACE, detail)
+
+
+def _flock_holders(lock: Path) -> list[int] | None:
+    """Pids holding a flock on ``lock`` per /proc/locks; ``None`` when unreadable."""
+    info = os.stat(lock)
+    device = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+    try:
+        with open("/proc/locks", encoding="utf-8") as locks:
+            lines = locks.read().splitlines()
+    except OSError:
+        return None
+    return [
+        int(fields[4])
+        for fields in (line.split() for line in lines)
+        if len(fields) > 5 and fields[1] == "FLOCK" and fields[5] == device
+    ]
+
+
+def _alive(holder: str) -> str:
+    words = holder.split()
+    if len(words) < 5 or words[0] != "pid" or not words[1].isdigit():
+        return ""
+    if words[4] != socket.gethostname():
+        return " (on another host: cannot tell whether it is alive)"
+    try:
+        os.kill(int(words[1]), 0)
+    except ProcessLookupError:
+        return " (that process is gone)"
+    except PermissionError:
+        pass
+    return " (alive)"
+
+
+def lock_holder_check(lock: Path) -> Check:
+    """Who holds the run lock, if anyone, and whether that process is alive."""
+    if not lock.exists():
+        return Check("run lock", True, "no lock file yet")
+    holder = lock.read_text(encoding="utf-8", errors="replace").strip()
+    holders = _flock_holders(lock)
+    held = (
+        bool(holders) if holders is not None else _probe("flock", str(lock)) != "locked"
+    )
+    if not held:
+        last = f" (last holder: {holder})" if holder else ""
+        return Check("run lock", True, f"free{last}")
+    return Check(
+        "run lock", True, f"held by {holder or 'an unknown process'}" + _alive(holder)
+    )

@@ -1,0 +1,159 @@
+"""The reading half of ``Ledger``: events, the head, snapshots, and open checks.
+
+Everything here reads the store through ``self._store`` and names the log by
+``self.where`` (``ledger.db``'s path, or the run URL), so it serves a run beside
+its files and a run on PostgreSQL alike.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+
+from ledger.errors import CorruptLedger, UnknownEvent
+from ledger.events import KINDS, RunCreated, StoredEvent
+from ledger.paths import RunPaths
+from ledger.store.chain import ChainBreak, first_chain_break
+from ledger.store.decode import decode_row
+from ledger.store.port import EventStore
+from ledger.store.sqlite import EventRow
+
+__all__ = ["ReadingMixin"]
+
+
+class ReadingMixin:
+    """Reads of one run's log, shared by writers, workers and readers."""
+
+    _store: EventStore
+    _check_head_on_open: bool
+    where: str
+
+    @property
+    def paths(self) -> RunPaths:
+        raise NotImplementedError
+
+    @property
+    def on_postgres(self) -> bool:
+        raise NotImplementedError
+
+    def _check_saved_work(self) -> None:
+        # EV-12 / REC-51: refuse unknown or corrupt saved work before anything.
+        unknown = sorted(self._store.distinct_kinds() - KINDS.keys())
+        if unknown:
+            # Scan rather than filter by kind: a kind that is not valid UTF-8
+            # reads back changed and would match no stored text.
+            first = next(row for row in self._store.rows() if row.kind not in KINDS)
+            raise UnknownEvent(seq=first.seq, kind=first.kind, path=self.where)
+        if self._check_head_on_open:  # verify opens without it, to report all
+            self._check_head()
+        if not self.on_postgres and not self.paths.materialized.is_file():
+            raise CorruptLedger(  # REC-51: a ledger whose collector files are missing
+                f"{self.paths.materialized} is missing; the run cannot be resumed "
+                "without its materialized inputs",
+                path=self.paths.materialized,
+            )
+
+    def _check_head(self) -> None:
+        # EV-12: the newest event must match its bytes and link to the one
+        # before it; the full chain is `verify`'s (EV-2).
+        tail = self._store.last_rows(2)
+        if not tail:
+            raise CorruptLedger(f"{self.where} holds no events", path=self.where)
+        prev = bytes(tail[0].prev_hash) if len(tail) == 1 else bytes(tail[0].hash)
+        start = tail[0].seq if len(tail) == 1 else tail[1].seq
+        broken = first_chain_break(tail[-1:], from_seq=start, prev_hash=prev)
+        if broken is not None:
+            raise CorruptLedger(
+                f"{self.where}: event seq {broken.seq}: {broken.reason}; "
+                "run `rollout-ledger verify` for the full check",
+                seq=broken.seq,
+                path=self.where,
+            )
+
+    def events(
+        self, from_seq: int = 1, *, kinds: Sequence[str] = ()
+    ) -> Iterator[StoredEvent]:
+        """Stored events in ``seq`` order from ``from_seq``, streamed (EV-13)."""
+        db = self.where  # once, not per row: replay reads millions (P-3)
+        for row in self._store.rows(from_seq, kinds=kinds):
+            yield decode_row(row, path=db)
+
+    def events_at(self, seqs: Sequence[int]) -> Iterator[StoredEvent]:
+        """The stored events of ``seqs`` (those that exist), in ``seq`` order."""
+        db = self.where
+        for row in self.raw_events_at(seqs):
+            yield decode_row(row, path=db)
+
+    def raw_events_at(self, seqs: Sequence[int]) -> Iterator[EventRow]:
+        """The stored rows of ``seqs`` (those that exist), undecoded, by ``seq``."""
+        rows_at = getattr(self._store, "rows_at", None)
+        if rows_at is not None:
+            return rows_at(seqs)  # type: ignore[no-any-return]
+        return (  # a store without point reads: one read per seq
+            row
+            for seq in sorted(set(seqs))
+            for row in itertools.islice(self._store.rows(seq), 1)
+            if row.seq == seq
+        )
+
+    def rows_for_fold(self, from_seq: int = 1) -> Iterator[tuple[int, str, bytes]]:
+        """``(seq, kind, body)`` of the stored events from ``from_seq``, undecoded.
+
+        Replay's fast read (P-3); ``projections.replay`` decodes and checks them.
+        """
+        fold_rows = getattr(self._store, "fold_rows", None)
+        if fold_rows is not None:
+            return fold_rows(from_seq)  # type: ignore[no-any-return]
+        return (
+            (row.seq, row.kind, bytes(row.body)) for row in self._store.rows(from_seq)
+        )
+
+    def raw_events(
+        self, from_seq: int = 1, *, kinds: Sequence[str] = ()
+    ) -> Iterator[EventRow]:
+        """Stored rows, undecoded, for chain checks and exports."""
+        return self._store.rows(from_seq, kinds=kinds)
+
+    def head(self) -> tuple[int, bytes]:
+        """``(seq, hash)`` of the newest event."""
+        return self._store.head()
+
+    def run_created(self) -> RunCreated:
+        """The run's first event."""
+        first = next(self.events(1, kinds=["run_created"]), None)
+        if first is None or first.seq != 1 or not isinstance(first.body, RunCreated):
+            raise CorruptLedger(
+                f"{self.where}: the first event is not run_created",
+                seq=1,
+                path=self.where,
+            )
+        return first.body
+
+    def verify_chain(self) -> ChainBreak | None:
+        """Recompute the whole hash chain; the first break, or ``None`` (EV-2)."""
+        return first_chain_break(self._store.rows(1))
+
+    def load_snapshot(
+        self, code_version: str, policy_digest: str
+    ) -> tuple[int, bytes, bytes] | None:
+        """The stored snapshot for this code version and policy, if its chain holds.
+
+        A snapshot counts only when the log still has its head hash at its seq.
+        """
+        found = self._store.load_snapshot(code_version, policy_digest)
+        if found is None or self._store.hash_at(found[0]) != found[1]:
+            return None
+        return found
+
+    def lock_holder(self) -> str | None:
+        """Who holds a run on PostgreSQL's lock (SC-4); ``None`` when free.
+
+        File-based runs name their holder in the lock file (``doctor``).
+        """
+        holder = getattr(self._store, "lock_holder", None)
+        return None if holder is None else holder()
+
+    @property
+    def journal_mode(self) -> str:
+        """``wal`` or ``delete`` (EV-42)."""
+        return self._store.journal_mode()

@@ -1,0 +1,419 @@
+"""The recorder: reserve attempts, write rows, then append their events (EV-12, REC-3).
+
+Every write goes through two steps. ``prepare_*`` checks one operation against
+the write index (plus what the same batch already staged) and builds its event,
+and the bytes to write, without touching anything. ``commit`` then writes the
+rows (appended, flushed and fsynced, in order), and appends every event in one
+transaction: rows before their events, so a crash leaves at worst rows that
+the next writer open records (EV-12), never an event pointing at nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ledger.errors import (
+    ConfigError,
+    IdentityMismatch,
+    LedgerError,
+    RowError,
+)
+from ledger.events import (
+    AttemptReserved,
+    Event,
+    FailureSaved,
+    JudgeAdmitted,
+    JudgeOutcomeSaved,
+    Location,
+    OmissionSaved,
+    ResultSaved,
+    StoredEvent,
+)
+from ledger.jsonl import encode_row
+from ledger.rows.all_facts import row_facts
+from ledger.rows.kinds import row_route, selected_failure_kind
+from ledger.rows.values import is_mapping
+from ledger.run.write_index import Attempt, FileEnd, WriteIndex
+from ledger.store.collector_files import CollectorFiles
+from ledger.store.run_files import RunNames
+
+__all__ = ["Prepared", "Recorder", "Staged"]
+
+_REASON_LIMIT = 2000
+
+#: Appends prepared operations with their rows in one transaction (SC-2).
+StoreRows = Callable[[Sequence["Prepared"], str], list[StoredEvent]]
+
+
+@dataclass
+class Prepared:
+    """One checked operation: its event, and the row bytes to write first (if any)."""
+
+    body: Event
+    file: str | None = None
+    data: bytes = b""
+    result: Any = None
+
+
+@dataclass
+class Staged:
+    """What earlier operations of the same batch already claimed."""
+
+    reserved: set[Attempt] = field(default_factory=set)
+    admitted: set[Attempt] = field(default_factory=set)
+    closed: set[str] = field(default_factory=set)
+    ends: dict[str, FileEnd] = field(default_factory=dict)
+
+
+def _int(row: Mapping[str, Any], key: str, default: int | None = None) -> int:
+    value = row.get(key, default)
+    if type(value) is int and value >= 0:  # the common case first (P-7)
+        return value
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise RowError(f"the row has no integer {key} >= 0 (found {value!r})", key=key)
+    return value
+
+
+def _encode(row: Mapping[str, Any]) -> bytes:
+    try:
+        return encode_row(row)
+    except (TypeError, ValueError) as exc:
+        raise RowError(f"the row cannot be written as JSON: {exc}") from exc
+
+
+def _mutable(row: object) -> MutableMapping[str, Any]:
+    if type(row) is dict:  # a row is a dict: no ABC check (P-7)
+        return row
+    if not isinstance(row, MutableMapping):
+        raise RowError(
+            f"a row must be a JSON object (a dict), not {type(row).__name__}"
+        )
+    return row
+
+
+class Recorder:
+    """The writer's side of one run: the write index and the collector files."""
+
+    def __init__(
+        self,
+        folder: Path | None,
+        names: RunNames,
+        index: WriteIndex,
+        append: Callable[[Sequence[Event], str], list[StoredEvent]],
+        new_id: Callable[[], str],
+        *,
+        durable: bool = True,
+        store_rows: StoreRows | None = None,
+        catch_up: Callable[[], None] | None = None,
+        rebuild: Callable[[], WriteIndex] | None = None,
+    ) -> None:
+        """``folder`` holds the collector files; without one (a run on
+        PostgreSQL, SC-2) ``store_rows`` appends each batch with its rows, and
+        ``catch_up`` folds what other writers appended into the index before
+        an operation is refused for want of it (SC-4); ``rebuild`` folds the
+        whole index from the log, when many appends went unfolded."""
+        self._index = index
+        # Bodies appended but not yet folded into the index: folded when the
+        # index is next read, so appends that nobody records after (operator
+        # actions, P-2's group commits) do not pay for it. Guarded, because
+        # appends may come from another thread than the one that records.
+        self._unfolded: list[Event] = []
+        self._unfolded_guard = threading.Lock()
+        self._stale = False
+        self._rebuild = rebuild
+        self._append = append
+        self._new_id = new_id
+        self._files = (
+            None if folder is None else CollectorFiles(folder, durable=durable)
+        )
+        self._store_rows = store_rows
+        self._catch_up = catch_up
+        self._broken: str | None = None
+        #: Held around prepare-and-commit, so a batch sees a stable index.
+        self.lock = threading.RLock()
+        self.out_name = names.out
+        self.sidecar_name = names.sidecar
+
+    #: Appended bodies kept unfolded at most; past this the index is rebuilt
+    #: from the log when next read, rather than holding them all.
+    max_unfolded = 4096
+
+    @property
+    def index(self) -> WriteIndex:
+        """The write index, with every appended body folded in."""
+        if self._unfolded or self._stale:
+            with self._unfolded_guard:
+                bodies, self._unfolded = self._unfolded, []
+                stale, self._stale = self._stale, False
+            if stale and self._rebuild is not None:
+                self._index = self._rebuild()  # the log's fold: always exact
+            else:
+                apply = self._index.apply
+                for body in bodies:
+                    apply(body)
+        return self._index
+
+    def follow(self, bodies: Sequence[Event]) -> None:
+        """Remember appended ``bodies``; the index folds them when next read."""
+        with self._unfolded_guard:
+            if self._rebuild is not None and (
+                self._stale or len(self._unfolded) + len(bodies) > self.max_unfolded
+            ):
+                self._stale = True  # many appends and no recording: refold later
+                self._unfolded = []
+            else:
+                self._unfolded.extend(bodies)
+
+    def catch_up_now(self) -> bool:
+        """Fold what other writers appended, now; whether anyone else appends."""
+        if self._catch_up is None:
+            return False
+        self._catch_up()
+        return True
+
+    # -- checks shared by the operations -----------------------------------
+
+    def _key(self, row: Mapping[str, Any]) -> tuple[int, int]:
+        key = (_int(row, "_ng_task_index"), _int(row, "_ng_rollout_index"))
+        if key not in self.index.keys:
+            # ID-40: a row whose key is not materialized does not belong here.
+            raise IdentityMismatch(
+                f"task {key[0]}, rollout {key[1]} is not among this run's "
+                "materialized rows",
+                keys=("_ng_task_index", "_ng_rollout_index"),
+            )
+        return key
+
+    def _check_run_id(self, row: Mapping[str, Any]) -> None:
+        run_id = row.get("_ng_run_id")
+        if run_id is not None and run_id != self.index.run_id:
+            raise IdentityMismatch(  # ID-40
+                f"the row's _ng_run_id {run_id!r} is not this run's "
+                f"{self.index.run_id!r}",
+                keys=("_ng_run_id",),
+            )
+
+    # -- prepare -----------------------------------------------------------
+
+    def prepare_reserve(self, row: object, staged: Staged) -> Prepared:
+        """REC-3: a released attempt, reserved once, stamped on the row."""
+        target = _mutable(row)
+        self._check_run_id(target)
+        task, rollout = self._key(target)
+        attempt = self._attempt_of(target, task, rollout)
+        index = self.index  # once: a property (P-7)
+        if attempt not in index.released and self.catch_up_now():
+            index = self.index
+            attempt = self._attempt_of(target, task, rollout)
+        if attempt not in index.released:
+            raise ConfigError(
+                f"attempt {attempt[2]} of task {task}, rollout {rollout} is not "
+                "released: run `rollout-ledger resume` (or replan) for the current plan"
+            )
+        if attempt in index.reserved or attempt in staged.reserved:
+            raise ConfigError(
+                f"attempt {attempt[2]} of task {task}, rollout {rollout} is already "
+                "reserved; an attempt is reserved once"
+            )
+        staged.reserved.add(attempt)
+        run_id = index.run_id
+        target["_ng_attempt_index"] = attempt[2]
+        target["_ng_run_id"] = run_id
+        body = AttemptReserved(
+            task=task, rollout=rollout, attempt=attempt[2], run_id=run_id
+        )
+        return Prepared(body, result=attempt[2])
+
+    def _attempt_of(self, row: Mapping[str, Any], task: int, rollout: int) -> Attempt:
+        default = self.index.released_by_key.get((task, rollout), 0)
+        return (task, rollout, _int(row, "_ng_attempt_index", default))
+
+    def prepare_record(
+        self, row: object, staged: Staged, *, raw: bytes | None = None
+    ) -> Prepared | None:
+        """Routing of rows.md: nothing, the sidecar, or ``OUT``; then its event.
+
+        ``raw`` is the row's bytes as already written (EV-12 repair): they are
+        located and hashed as they are, and written nowhere again.
+        """
+        source = _mutable(row)
+        route = row_route(source)
+        if route == "nowhere":
+            return None  # _ng_no_persist: the reservation alone is the evidence
+        rejudgment = source.get("_ng_rejudgment")
+        if is_mapping(rejudgment) and "admission_id" in rejudgment:
+            admission = str(rejudgment["admission_id"])
+            return self.prepare_judgment_row(admission, source, staged, raw=raw)
+        if raw is not None and source.get("_ng_run_id") != self.index.run_id:
+            raise IdentityMismatch(  # EV-12: repair records only this run's attempts
+                f"its _ng_run_id {source.get('_ng_run_id')!r} is not this run's",
+                keys=("_ng_run_id",),
+            )
+        self._check_run_id(source)
+        task, rollout = self._key(source)
+        attempt = _int(source, "_ng_attempt_index", 0)
+        reserved = (task, rollout, attempt)
+        if (
+            reserved not in self.index.reserved
+            and reserved not in staged.reserved
+            and not (self.catch_up_now() and reserved in self.index.reserved)
+        ):
+            raise ConfigError(
+                f"attempt {attempt} of task {task}, rollout {rollout} was not reserved "
+                "in this run; reserve each attempt before sending its request"
+            )
+        data = _encode(source) if raw is None else raw
+        file = self.out_name if route == "result" else self.sidecar_name
+        location, line = self._locate(file, data, staged)
+        key = {"task": task, "rollout": rollout, "attempt": attempt}
+        body: Event
+        if route == "result":
+            body = ResultSaved(**key, location=location, facts=row_facts(source))
+        elif route == "omission":
+            reason = str(source.get("_ng_failure_message") or "")[:_REASON_LIMIT]
+            body = OmissionSaved(
+                **key, location=location, sidecar_line=line, reason=reason
+            )
+        else:
+            body = FailureSaved(
+                **key, location=location, sidecar_line=line, facts=row_facts(source)
+            )
+        return Prepared(body, file=file, data=data)
+
+    def prepare_admit(
+        self, task: int, rollout: int, attempt: int, judge: str, staged: Staged
+    ) -> Prepared:
+        """REC-30: admit a released re-judgment, once, before the judge call."""
+        key = (task, rollout, attempt)
+        if key not in self.index.released_rejudge and not (
+            self.catch_up_now() and key in self.index.released_rejudge
+        ):
+            raise ConfigError(
+                f"attempt {attempt} of task {task}, rollout {rollout} is not released "
+                "for re-judgment: run `rollout-ledger resume` for the current plan"
+            )
+        if key in self.index.admitted_since_release or key in staged.admitted:
+            raise ConfigError(
+                f"the re-judgment of attempt {attempt} of task {task}, rollout "
+                f"{rollout} is already admitted"
+            )
+        staged.admitted.add(key)
+        body = JudgeAdmitted(
+            admission_id=self._new_id(),
+            task=task,
+            rollout=rollout,
+            attempt=attempt,
+            judge=judge,
+        )
+        return Prepared(body)
+
+    def prepare_judgment_row(
+        self,
+        admission_id: str,
+        row: MutableMapping[str, Any],
+        staged: Staged,
+        *,
+        raw: bytes | None = None,
+    ) -> Prepared:
+        """REC-30: the re-judgment's row, graded to ``OUT`` or failed to the sidecar."""
+        if admission_id in staged.closed or (
+            admission_id not in self.index.open_admissions
+            and not (self.catch_up_now() and admission_id in self.index.open_admissions)
+        ):
+            raise ConfigError(
+                f"judge admission {admission_id!r} is not open in this run; admit the "
+                "re-judgment before calling the judge"
+            )
+        staged.closed.add(admission_id)
+        row["_ng_rejudgment"] = {"admission_id": admission_id}
+        graded = row_route(row) == "result" and _grade(row) is not None
+        data = _encode(row) if raw is None else raw
+        file = self.out_name if graded else self.sidecar_name
+        location, line = self._locate(file, data, staged)
+        body = JudgeOutcomeSaved(
+            admission_id=admission_id,
+            outcome="graded" if graded else "failed",
+            reward=_grade(row) if graded else None,
+            failure_kind=None if graded else _failed_kind(row),
+            location=location,
+            sidecar_line=None if graded else line,
+        )
+        return Prepared(body, file=file, data=data)
+
+    def _locate(self, file: str, data: bytes, staged: Staged) -> tuple[Location, int]:
+        end = staged.ends.get(file)
+        if end is None:
+            recorded = self.index.end_of(file)
+            end = staged.ends[file] = FileEnd(recorded.offset, recorded.lines)
+        location = Location(
+            file=file,
+            offset=end.offset,
+            length=len(data),
+            row_sha256=hashlib.sha256(data).hexdigest(),
+        )
+        line = end.lines
+        end.offset += len(data)
+        end.lines += 1
+        return location, line
+
+    # -- commit ------------------------------------------------------------
+
+    def commit(
+        self, ops: Sequence[Prepared], *, actor: str, written: bool = False
+    ) -> list[StoredEvent]:
+        """Write the rows in order, make them durable, then append every event.
+
+        ``written`` says the rows are in their files already (EV-12 repair).
+        """
+        if self._broken is not None:
+            raise LedgerError(self._broken)
+        if not ops:
+            return []
+        if self._store_rows is not None:
+            return self._store_rows(ops, actor)  # SC-2: rows go with their events
+        try:
+            if not written:
+                self._write_rows(ops)
+        except OSError as exc:
+            self._broken = (
+                f"writing a row failed ({exc.strerror or exc}); this writer stops: "
+                "reopen the run to repair what was written"
+            )
+            raise LedgerError(self._broken) from exc
+        # The ledger folds every appended body into the index (Ledger.append_many).
+        return self._append([op.body for op in ops], actor)
+
+    def _write_rows(self, ops: Sequence[Prepared]) -> None:
+        if self._files is None:
+            raise LedgerError("a run without a folder stores its rows with events")
+        self._files.write(ops)
+
+    def close(self) -> None:
+        """Close the collector files."""
+        if self._files is not None:
+            self._files.close()
+
+
+def _grade(row: Mapping[str, Any]) -> float | None:
+    reward = row.get("reward")
+    if isinstance(reward, bool) or not isinstance(reward, int | float):
+        return None
+    if (
+        row.get("mask_sample") is True
+        or reward != reward
+        or abs(reward) == float("inf")
+    ):
+        return None
+    return float(reward)
+
+
+def _failed_kind(row: Mapping[str, Any]) -> str | None:
+    kind = selected_failure_kind(row)
+    if kind is None and isinstance(row.get("failure_kind"), str):
+        return str(row["failure_kind"])
+    return kind

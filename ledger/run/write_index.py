@@ -1,0 +1,234 @@
+"""The writer's bookkeeping: releases, reservations, admissions and file ends (REC-3).
+
+This is not a decision: it only remembers what the log says was released,
+reserved and admitted, so the recorder can refuse to run what recovery has
+closed, and where each collector file's recorded bytes end (EV-12).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from ledger import events
+from ledger.events import (
+    AttemptReserved,
+    AttemptsReleased,
+    FailureSaved,
+    JudgeAdmitted,
+    JudgeOutcomeSaved,
+    LegacyImported,
+    Location,
+    OmissionSaved,
+    ResultSaved,
+    ResumeStarted,
+    RunCreated,
+    StoredEvent,
+)
+
+__all__ = ["INDEX_CODE_VERSION", "Attempt", "FileEnd", "WriteIndex"]
+
+Attempt = tuple[int, int, int]
+
+#: The kinds the index folds; the writer reads only these on open.
+INDEX_KINDS = (
+    "run_created",
+    "attempts_released",
+    "resume_started",
+    "attempt_reserved",
+    "judge_admitted",
+    "judge_outcome_saved",
+    "legacy_imported",
+    "result_saved",
+    "failure_saved",
+    "omission_saved",
+)
+
+
+def _code_version() -> str:
+    # The fold below and the event Structs it reads decide what a stored index
+    # means; a change to either makes older index snapshots unused (EV-14).
+    here = Path(__file__)
+    digest = hashlib.sha256(here.read_bytes())
+    digest.update(Path(str(events.__file__)).read_bytes())
+    return "write-index/" + digest.hexdigest()[:32]
+
+
+#: The snapshot key of a stored write index (``snapshots.code_version``).
+INDEX_CODE_VERSION = _code_version()
+
+
+class _Stored(msgspec.Struct, array_like=True):
+    """A write index as stored: every set sorted, so equal indexes give equal bytes."""
+
+    run_id: str
+    keys: list[tuple[int, int, int]]
+    released: list[Attempt]
+    released_by_key: list[tuple[int, int, int]]
+    released_rejudge: list[Attempt]
+    reserved: list[Attempt]
+    admitted_since_release: list[Attempt]
+    open_admissions: list[tuple[str, Attempt]]
+    ends: list[tuple[str, int, int]]
+
+
+@dataclass
+class FileEnd:
+    """Where the recorded bytes of one collector file end, and its line count."""
+
+    offset: int = 0
+    lines: int = 0
+
+
+@dataclass
+class WriteIndex:
+    """What the log says is released, reserved, admitted and recorded."""
+
+    run_id: str = ""
+    keys: dict[tuple[int, int], int] = field(default_factory=dict)  # key -> line
+    released: set[Attempt] = field(default_factory=set)
+    released_by_key: dict[tuple[int, int], int] = field(default_factory=dict)
+    released_rejudge: set[Attempt] = field(default_factory=set)
+    reserved: set[Attempt] = field(default_factory=set)
+    admitted_since_release: set[Attempt] = field(default_factory=set)
+    open_admissions: dict[str, Attempt] = field(default_factory=dict)
+    ends: dict[str, FileEnd] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, events: Iterable[StoredEvent]) -> WriteIndex:
+        """Fold the index from stored events of the INDEX_KINDS, in seq order."""
+        index = cls()
+        for event in events:
+            index.apply(event.body)
+        return index
+
+    def encode(self) -> bytes:
+        """The index as deterministic bytes (for its snapshot, EV-14)."""
+        stored = _Stored(
+            run_id=self.run_id,
+            keys=sorted((t, r, line) for (t, r), line in self.keys.items()),
+            released=sorted(self.released),
+            released_by_key=sorted(
+                (t, r, a) for (t, r), a in self.released_by_key.items()
+            ),
+            released_rejudge=sorted(self.released_rejudge),
+            reserved=sorted(self.reserved),
+            admitted_since_release=sorted(self.admitted_since_release),
+            open_admissions=sorted(self.open_admissions.items()),
+            ends=sorted((f, e.offset, e.lines) for f, e in self.ends.items()),
+        )
+        return msgspec.msgpack.encode(stored)
+
+    @classmethod
+    def decode(cls, data: bytes) -> WriteIndex:
+        """An index from :meth:`encode`'s bytes."""
+        stored = msgspec.msgpack.decode(data, type=_Stored)
+        return cls(
+            run_id=stored.run_id,
+            keys={(t, r): line for t, r, line in stored.keys},
+            released=set(stored.released),
+            released_by_key={(t, r): a for t, r, a in stored.released_by_key},
+            released_rejudge=set(stored.released_rejudge),
+            reserved=set(stored.reserved),
+            admitted_since_release=set(stored.admitted_since_release),
+            open_admissions=dict(stored.open_admissions),
+            ends={f: FileEnd(offset, lines) for f, offset, lines in stored.ends},
+        )
+
+    def apply(self, body: object) -> None:
+        """Fold one event body into the index."""
+        # One dict lookup on the body's type instead of a chain of isinstance
+        # (P-2, P-7); a subclass of an event type takes the isinstance route.
+        handler = _APPLY.get(type(body))
+        if handler is None:
+            handler = next(
+                (h for cls, h in _APPLY.items() if isinstance(body, cls)), None
+            )
+        if handler is not None:
+            handler(self, body)
+
+    def _run_created(self, body: RunCreated) -> None:
+        self.run_id = body.run_id
+        self.keys = {(e[0], e[1]): line for line, e in enumerate(body.index, 1)}
+
+    def _resume_started(self, body: ResumeStarted) -> None:
+        # REC-3: a release holds until the next resume_started.
+        self.released.clear()
+        self.released_by_key.clear()
+        self.released_rejudge.clear()
+        self.admitted_since_release.clear()
+
+    def _attempts_released(self, body: AttemptsReleased) -> None:
+        self.released.update(body.dispatch)
+        self.released_by_key.update({(t, r): a for t, r, a in body.dispatch})
+        self.released_rejudge.update(body.rejudge)
+        self.admitted_since_release.difference_update(body.rejudge)
+
+    def _attempt_reserved(self, body: AttemptReserved) -> None:
+        self.reserved.add((body.task, body.rollout, body.attempt))
+
+    def _judge_admitted(self, body: JudgeAdmitted) -> None:
+        attempt = (body.task, body.rollout, body.attempt)
+        self.open_admissions[body.admission_id] = attempt
+        self.admitted_since_release.add(attempt)
+
+    def _judge_outcome_saved(self, body: JudgeOutcomeSaved) -> None:
+        self.open_admissions.pop(body.admission_id, None)
+        self._advance(body.location, body.sidecar_line)
+
+    def _sidecar_saved(self, body: FailureSaved | OmissionSaved) -> None:
+        self._advance(body.location, body.sidecar_line)
+
+    def _result_saved(self, body: ResultSaved) -> None:
+        self._advance(body.location, None)
+
+    def _legacy_imported(self, body: LegacyImported) -> None:
+        # REC-70: everything an import read counts as recorded, rejected
+        # lines included, so a writer's open never mistakes them for rows
+        # a crash left unrecorded (EV-12).
+        for source in body.sources:
+            end = self.ends.setdefault(source.file, FileEnd())
+            end.offset = max(end.offset, source.size)
+            end.lines = max(end.lines, source.lines)
+
+    def _advance(self, location: Location, line: int | None) -> None:
+        end = self.ends.get(location.file)
+        if end is None:
+            end = self.ends[location.file] = FileEnd()
+        stop = location.offset + location.length
+        new_bytes = stop > end.offset
+        if new_bytes:
+            end.offset = stop
+        # The sidecar's 0-based line is stored (an import may have left
+        # unrecorded lines before it); results count their own rows.
+        if line is not None:
+            if line >= end.lines:
+                end.lines = line + 1
+        elif new_bytes:  # an import already counted the rows it read
+            end.lines += 1
+
+    def end_of(self, file: str) -> FileEnd:
+        """The recorded end of ``file`` (zero when nothing was recorded there)."""
+        found = self.ends.get(file)
+        return FileEnd() if found is None else found
+
+
+#: ``WriteIndex.apply``'s handler per event type, in the order the isinstance
+#: chain it replaces tested them.
+_APPLY: dict[type, Callable[[WriteIndex, Any], None]] = {
+    RunCreated: WriteIndex._run_created,
+    ResumeStarted: WriteIndex._resume_started,
+    AttemptsReleased: WriteIndex._attempts_released,
+    AttemptReserved: WriteIndex._attempt_reserved,
+    JudgeAdmitted: WriteIndex._judge_admitted,
+    JudgeOutcomeSaved: WriteIndex._judge_outcome_saved,
+    FailureSaved: WriteIndex._sidecar_saved,
+    OmissionSaved: WriteIndex._sidecar_saved,
+    ResultSaved: WriteIndex._result_saved,
+    LegacyImported: WriteIndex._legacy_imported,
+}

@@ -1,0 +1,1 @@
+"""The log and its stores: the store port, SQLite, the hash chain, a run's files."""

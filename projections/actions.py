@@ -1,0 +1,142 @@
+"""Operator actions (CLI-10) as library calls: approve, budget, extend, policy.
+
+Each builds its event from the replayed state, appends it at the head that
+state saw (a concurrent append is a ``ConcurrencyConflict``), replays, and
+republishes. The result holds the decisions before and after, so a caller can
+show what changed in the plan. The caller holds the run lock (a writer ledger).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from ledger import ConfigError, CorruptLedger, Ledger
+from ledger.events import (
+    AttemptsExtended,
+    Event,
+    FailureBudgetReset,
+    PolicyChange,
+    PolicyChanged,
+    RerunApproved,
+)
+from ledger.policy.log import policy_changes, policy_from_json
+from projections.decide import Decision, decide_all
+from projections.publish import publish
+from projections.replay import replay
+from projections.state import RunState
+from projections.verify import verify
+
+__all__ = [
+    "OperatorResult",
+    "append_operator_events",
+    "approve",
+    "extend_attempts",
+    "held_attempts",
+    "reset_budget",
+    "set_policy",
+]
+
+Decisions = dict[tuple[int, int], Decision]
+
+
+class OperatorResult(msgspec.Struct):
+    """What an operator action recorded, and the decisions around it."""
+
+    recorded: list[Event]
+    before: Decisions
+    after: Decisions
+    state: RunState  # after the action
+    previous: RunState  # before it
+
+
+def append_operator_events(
+    ledger: Ledger, state: RunState, bodies: Sequence[Event], *, actor: str
+) -> OperatorResult:
+    """Append ``bodies`` at the head ``state`` saw, replay and republish."""
+    before = decide_all(state)
+    if not bodies:
+        return OperatorResult([], before, before, state, state)
+    ledger.append_many(bodies, expected_seq=state.as_of_seq, actor=actor)
+    after_state = replay(ledger)
+    after = decide_all(after_state)
+    publish(ledger, after_state, after)
+    return OperatorResult(list(bodies), before, after, after_state, state)
+
+
+def held_attempts(
+    state: RunState, *, reason_held: str | None = None, kind: str | None = None
+) -> list[tuple[int, int, Decision]]:
+    """Every held rollout, narrowed by its reason and failure kind (REC-26 filters)."""
+    return [
+        (task, rollout, decision)
+        for (task, rollout), decision in decide_all(state).items()
+        if decision.value == "held"
+        and (reason_held is None or decision.reason == reason_held)
+        and (kind is None or decision.kind == kind)
+    ]
+
+
+def approve(
+    ledger: Ledger,
+    attempts: Iterable[tuple[int, int, int]],
+    *,
+    reason: str,
+    actor: str,
+    state: RunState | None = None,
+) -> OperatorResult:
+    """REC-25: one ``rerun_approved`` per named attempt of a materialized rollout."""
+    state = replay(ledger) if state is None else state
+    bodies: list[Event] = []
+    for task, rollout, attempt in attempts:
+        if rollout not in state.rollouts.get(task, {}):
+            raise ConfigError(
+                f"task {task}, rollout {rollout} is not among this run's rollouts",
+                key="task",
+            )
+        bodies.append(
+            RerunApproved(task=task, rollout=rollout, attempt=attempt, reason=reason)
+        )
+    return append_operator_events(ledger, state, bodies, actor=actor)
+
+
+def extend_attempts(
+    ledger: Ledger, total: int, *, reason: str, actor: str
+) -> OperatorResult:
+    """REC-11: record ``total`` only when it exceeds the extension in force."""
+    state = replay(ledger)
+    bodies: list[Event] = []
+    if total > state.extension:
+        bodies.append(AttemptsExtended(total=total, reason=reason))
+    return append_operator_events(ledger, state, bodies, actor=actor)
+
+
+def reset_budget(ledger: Ledger, *, reason: str, actor: str) -> OperatorResult:
+    """REC-16: only on a ledger that verifies (chain and files); then reset."""
+    problems = [f for f in verify(ledger) if f.check != "published"]
+    if problems:
+        raise CorruptLedger(
+            "the run does not verify, so its budget is not reset:\n"
+            + "\n".join(f"  {finding}" for finding in problems)
+        )
+    state = replay(ledger)
+    sidecar = ledger.files.names.sidecar
+    lines = ledger.write_index().end_of(sidecar).lines  # verified: the file's lines
+    body = FailureBudgetReset(
+        excluded_lines=lines, before_seq=state.as_of_seq, reason=reason
+    )
+    return append_operator_events(ledger, state, [body], actor=actor)
+
+
+def set_policy(
+    ledger: Ledger, settings: Mapping[str, Any], *, reason: str, actor: str
+) -> tuple[dict[str, PolicyChange], OperatorResult]:
+    """REC-60: record the settings that change the policy in force, if any."""
+    state = replay(ledger)
+    changes = policy_changes(policy_from_json(state.policy), settings)
+    bodies: list[Event] = (
+        [PolicyChanged(changes=changes, reason=reason)] if changes else []
+    )
+    return changes, append_operator_events(ledger, state, bodies, actor=actor)

@@ -1,0 +1,154 @@
+"""The I/O half of planning: read the rows to dispatch, append the release (REC-3).
+
+``replan`` releases what the current decisions allow, without a gate, for a
+collector that retries within one process; ``resume`` (the gate, REC-56) adds
+the checks before it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from ledger import Ledger
+from ledger.errors import CorruptLedger
+from ledger.events import (
+    AttemptsReleased,
+    FailureSaved,
+    JudgeOutcomeSaved,
+    Location,
+    ResultSaved,
+)
+from ledger.store.sqlite import EventRow
+from projections.decide import Decision, decide_all
+from projections.plan import Plan, PlanKeys, RejudgeItem, plan_keys
+from projections.replay import replay
+from projections.state import RolloutState, RunState
+
+__all__ = ["build_plan", "read_materialized", "replan"]
+
+_ROW_DECODER = msgspec.json.Decoder(dict[str, Any])
+#: Materialized rows read per query where they are in a store (SC-2).
+_READ_CHUNK = 512
+
+
+def read_materialized(
+    ledger: Ledger, state: RunState, keys: Sequence[tuple[int, int, int]]
+) -> list[dict[str, Any]]:
+    """The materialized rows of ``keys``, stamped with attempt and run id (REC-56)."""
+    rows = []
+    name = ledger.files.names.materialized
+    rollouts = [(state.rollout(task, index), attempt) for task, index, attempt in keys]
+    with ledger.files.reader() as reader:
+        for start in range(0, len(rollouts), _READ_CHUNK):  # a query each in a store
+            chunk = rollouts[start : start + _READ_CHUNK]
+            found = reader.read_many([(name, r.offset, r.length) for r, _ in chunk])
+            for (rollout, attempt), data in zip(chunk, found, strict=True):
+                try:
+                    row = _ROW_DECODER.decode(data or b"")
+                except msgspec.DecodeError as exc:
+                    where = ledger.files.describe(name)
+                    raise CorruptLedger(
+                        f"line {rollout.line} of {where} does not decode: {exc}",
+                        path=where,
+                        line=rollout.line,
+                    ) from exc
+                row["_ng_attempt_index"] = attempt
+                row["_ng_run_id"] = state.run_id
+                rows.append(row)
+    return rows
+
+
+class _ResultAt(msgspec.Struct, tag_field="kind", tag="result_saved"):
+    location: Location
+
+
+class _FailureAt(msgspec.Struct, tag_field="kind", tag="failure_saved"):
+    location: Location
+
+
+class _JudgedAt(msgspec.Struct, tag_field="kind", tag="judge_outcome_saved"):
+    location: Location
+
+
+# Where an outcome's row is, read without its facts (P-4); any other body, or
+# one that does not decode so, is decoded in full (for its error).
+_LOCATION_DECODER = msgspec.json.Decoder(_ResultAt | _FailureAt | _JudgedAt)
+_LOCATED: dict[type, str] = {_ResultAt: "result_saved", _FailureAt: "failure_saved",
+                             _JudgedAt: "judge_outcome_saved"}  # fmt: skip
+
+
+def _location(ledger: Ledger, seq: int, row: EventRow | None) -> Location:
+    if row is not None and row.kind in _LOCATED.values():
+        try:
+            found = _LOCATION_DECODER.decode(bytes(row.body))
+        except msgspec.DecodeError:
+            found = None
+        if isinstance(found, _ResultAt | _FailureAt | _JudgedAt) and (
+            _LOCATED[type(found)] == row.kind  # the body's kind is the row's
+        ):
+            return found.location
+    event = next(ledger.events(seq))
+    body = event.body
+    assert isinstance(body, ResultSaved | FailureSaved | JudgeOutcomeSaved)
+    return body.location
+
+
+def _outcome_seq(rollout: RolloutState, attempt: int) -> int:
+    """The seq of ``attempt``'s outcome (``KeyError`` when it has none)."""
+    record = rollout.attempt(attempt)
+    if record is None or not record.has_outcome:
+        raise KeyError(attempt)
+    return record.seq
+
+
+def _rejudge_items(
+    ledger: Ledger, state: RunState, keys: Sequence[tuple[int, int, int]]
+) -> list[RejudgeItem]:
+    seqs = [_outcome_seq(state.rollout(t, i), a) for t, i, a in keys]
+    # One read of every outcome event named, not a read per key (P-4).
+    found = {row.seq: row for row in ledger.raw_events_at(seqs)}
+    items = []
+    for (task, index, attempt), seq in zip(keys, seqs, strict=True):
+        where = _location(ledger, seq, found.get(seq))
+        items.append(
+            RejudgeItem(task, index, attempt, where.file, where.offset, where.length)
+        )
+    return items
+
+
+def build_plan(
+    ledger: Ledger,
+    state: RunState,
+    decisions: dict[tuple[int, int], Decision],
+    keys: PlanKeys,
+) -> Plan:
+    """Read what the plan's keys name and count the decisions."""
+    counts = Counter(d.value for d in decisions.values())
+    counts.update(
+        dispatch=len(keys.dispatch), rejudge_planned=len(keys.rejudge),
+        held_planned=len(keys.held), in_flight=keys.in_flight,
+    )  # fmt: skip
+    return Plan(
+        dispatch=read_materialized(ledger, state, keys.dispatch),
+        rejudge=_rejudge_items(ledger, state, keys.rejudge),
+        held=list(keys.held),
+        counts=dict(sorted(counts.items())),
+    )
+
+
+def replan(ledger: Ledger, *, longest_first: bool = False) -> Plan:
+    """REC-3: release what the current decisions allow, never what is in flight."""
+    state = replay(ledger)
+    decisions = decide_all(state)
+    keys = plan_keys(state, decisions, skip_in_flight=True, longest_first=longest_first)
+    plan = build_plan(ledger, state, decisions, keys)
+    if keys.dispatch or keys.rejudge:
+        ledger.append(
+            AttemptsReleased(dispatch=keys.dispatch, rejudge=keys.rejudge),
+            actor="collector",
+        )
+    return plan
