@@ -51,39 +51,14 @@ class RunTarget(click.ParamType):
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
     ) -> Path | str:
-        import os
+        from ledger import ConfigError, resolve_out
 
-        from ledger.postgres.url import STORE_ENV, is_run_url, resolve_run
-
-        text = str(value)
-        if is_run_url(text):
-            return str(resolve_run(text))
-        if (
-            os.environ.get(STORE_ENV)
-            and "/" not in text
-            and not text.endswith(".jsonl")
-            and not Path(text).exists()
-        ):
-            return str(resolve_run(text))
-        if Path(text).is_dir():
-            return self._run_in(Path(text), param, ctx)
-        return Path(text)
-
-    def _run_in(
-        self, folder: Path, param: click.Parameter | None, ctx: click.Context | None
-    ) -> Path:
-        # A folder holding exactly one run (what `export --files DIR` writes)
-        # names that run; anything else is ambiguous.
-        stems = sorted(
-            db.parent.name.removesuffix("_ledger")
-            for db in folder.glob("*_ledger/ledger.db")
-        )
-        if len(stems) == 1:
-            return folder / f"{stems[0]}.jsonl"
-        found = f" (it holds the runs {', '.join(stems)})" if stems else ""
-        self.fail(
-            f"{folder} is a folder{found}; OUT names the run's JSONL file", param, ctx
-        )
+        try:
+            return resolve_out(str(value))
+        except ConfigError as exc:
+            if exc.key != "OUT":
+                raise  # a refused URL or store variable: exit 3
+            self.fail(str(exc), param, ctx)  # OUT written ambiguously: usage
 
 
 #: ``OUT``: the run's output JSONL, existing or not; its companions derive from

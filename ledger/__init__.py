@@ -61,6 +61,7 @@ from ledger.rows.rules import (
 from ledger.run.async_recorder import AsyncRecorder
 from ledger.run.ledger import Ledger
 from ledger.run.lock import RunLock
+from ledger.store.registry import resolve_out
 
 __all__ = [
     "FAILURE_KINDS",
@@ -116,6 +117,7 @@ __all__ = [
     "max_rollout_attempts",
     "model_calls",
     "publish_json",
+    "resolve_out",
     "rollout_id",
     "rollout_wallclock",
     "route_failure",

@@ -1,0 +1,60 @@
+"""Where a run lives, decided in one place: a folder beside ``OUT`` or a store URL.
+
+Every entry point that takes ``OUT`` (``Ledger.create``, ``Ledger.open``,
+``RunLock``, the commands) asks here which backend holds the run; nothing above
+this module asks which backend it has.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from ledger.errors import ConfigError
+from ledger.postgres.url import STORE_ENV, is_run_url, resolve_run
+
+__all__ = ["resolve_out"]
+
+
+def resolve_out(
+    text: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None
+) -> Path | str:
+    """``OUT`` as a person names it, as the library takes it.
+
+    A path becomes a ``Path``; a run URL (checked, never echoed with a
+    password) stays a string. A bare run name (no ``/``, not ending in
+    ``.jsonl``) names a run in the store ``ROLLOUT_LEDGER_STORE`` holds, when
+    that is set and no file of that name exists. A folder holding exactly one
+    run (what ``export --files DIR`` writes) names that run.
+    """
+    if isinstance(text, os.PathLike):
+        text = os.fspath(text)
+    env = os.environ if environ is None else environ
+    if is_run_url(text):
+        return str(resolve_run(text))
+    if (
+        env.get(STORE_ENV)
+        and "/" not in text
+        and not text.endswith(".jsonl")
+        and not Path(text).exists()
+    ):
+        return str(resolve_run(text, environ=env))
+    if Path(text).is_dir():
+        return _run_in(Path(text))
+    return Path(text)
+
+
+def _run_in(folder: Path) -> Path:
+    stems = sorted(
+        db.parent.name.removesuffix("_ledger")
+        for db in folder.glob("*_ledger/ledger.db")
+    )
+    if len(stems) == 1:
+        return folder / f"{stems[0]}.jsonl"
+    found = f" (it holds the runs {', '.join(stems)})" if stems else ""
+    raise ConfigError(
+        f"{folder} is a folder{found}; OUT names the run's JSONL file",
+        key="OUT",
+        path=folder,
+    )
