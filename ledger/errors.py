@@ -19,6 +19,22 @@ class LedgerError(Exception):
     exit_code: int = 5
 
 
+class Refused(LedgerError):
+    """The call is not allowed as made: a read-only ledger, a lock not held, ..."""
+
+    exit_code = 3
+
+
+class StorageError(LedgerError):
+    """Reading or writing the run's files or database failed (disk, permissions)."""
+
+    exit_code = 5
+
+    def __init__(self, message: str, *, path: Path | str | None = None) -> None:
+        super().__init__(message)
+        self.path = None if path is None else str(path)
+
+
 class ConfigError(LedgerError):
     """A configuration, option file or argument is unusable as given."""
 

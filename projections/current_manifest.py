@@ -28,13 +28,6 @@ class _AgentOnly(msgspec.Struct):
 
 
 _AGENT_DECODER = msgspec.json.Decoder(_AgentOnly)
-_CHUNK = 1 << 22  # read and hashed 4 MiB at a time; lines are split from it
-
-
-def _file_chunks(path: Path) -> Iterator[bytes]:
-    with path.open("rb", buffering=0) as handle:
-        while chunk := handle.read(_CHUNK):
-            yield chunk
 
 
 def _lines(chunks: Iterable[bytes], digest: Any) -> Iterator[bytes | memoryview]:
@@ -96,10 +89,10 @@ def _source(ledger: Ledger, state: RunState, source: Path | str | None) -> Path 
         return None
     if Path(saved).is_absolute():
         candidate = Path(saved)
-    elif ledger.on_postgres:
-        return None  # a run on PostgreSQL has no folder to resolve it against
+    elif ledger.folder is None:
+        return None  # a run kept in a store has no folder to resolve it against
     else:
-        candidate = ledger.paths.folder / saved
+        candidate = ledger.folder / saved
     return candidate if candidate.is_file() else None  # REC-55: when it exists
 
 
@@ -115,10 +108,7 @@ def current_manifest(
     files = ledger.files
     name = files.names.materialized
     try:
-        if ledger.on_postgres:
-            rows, digest = _agents_and_digest(files.chunks(name))
-        else:
-            rows, digest = _agents_and_digest(_file_chunks(ledger.paths.materialized))
+        rows, digest = _agents_and_digest(files.chunks(name))
     except OSError as exc:
         raise ConfigError(
             f"cannot read {files.describe(name)}: {exc.strerror or exc}"
@@ -129,7 +119,7 @@ def current_manifest(
         config,
         global_config,
         max_rollout_attempts=state.max_rollout_attempts,
-        run_dir=None if ledger.on_postgres else ledger.paths.folder,
+        run_dir=ledger.folder,
         clock=Clock(seed=0),  # id and time are replaced by the saved ones below
     )
     return manifest.model_copy(

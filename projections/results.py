@@ -15,7 +15,7 @@ import msgspec
 
 from ledger import CorruptLedger, Ledger
 from ledger.events import Location
-from ledger.store.run_files import RowReader, RunFiles
+from ledger.store.port import RowReader, RunFiles
 from projections.decide import Decision, decide_all
 from projections.state import RolloutState, RunState
 

@@ -20,7 +20,8 @@ from ledger import Ledger, LedgerError
 from ledger.events import Location
 from ledger.policy.log import policy_from_json
 from ledger.run.write_index import INDEX_CODE_VERSION, INDEX_KINDS, WriteIndex
-from ledger.store.run_files import ChunkReader, RunFiles
+from ledger.store.port import RunFiles
+from ledger.store.run_files import ChunkReader
 from projections.publish import rendered_files
 from projections.replay import replay
 from projections.state import RunState

@@ -54,7 +54,7 @@ from ledger.events import (
 from ledger.postgres.advisory import acquire_run_lock
 from ledger.postgres.schema import MIGRATIONS, PG_SCHEMA_VERSION, SCHEMA, migrate
 from ledger.postgres.store import NewRow, PostgresStore
-from ledger.postgres.url import STORE_ENV, RunUrl, is_run_url, resolve_run
+from ledger.postgres.url import STORE_ENV, RunUrl, is_postgres_url, resolve_run
 from ledger.store.chain import first_chain_break
 from ledger.store.decode import decode_row
 from ledger.store.sqlite import SCHEMA_VERSION, NewEvent, SQLiteStore
@@ -792,7 +792,7 @@ def test_sc_1_a_run_name_resolves_through_rollout_ledger_store() -> None:
 def test_sc_1_is_run_url_tells_urls_from_paths(
     text: str | Path, expected: bool
 ) -> None:
-    assert is_run_url(text) is expected
+    assert is_postgres_url(text) is expected
 
 
 # -- SC-6: no server -------------------------------------------------------------------

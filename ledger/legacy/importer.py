@@ -53,9 +53,10 @@ from ledger.paths import RunPaths
 from ledger.policy.source import creation_policy
 from ledger.run.create import run_created_body
 from ledger.run.lock import RunLock
-from ledger.run.materialize import MaterializedInputs
 from ledger.store.decode import stored_from_row
-from ledger.store.sqlite import EventRow, NewEvent, SQLiteStore
+from ledger.store.materialize import MaterializedInputs
+from ledger.store.port import EventRow, NewEvent
+from ledger.store.sqlite import SQLiteStore
 
 __all__ = ["ImportReport", "import_legacy_run"]
 

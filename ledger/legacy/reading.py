@@ -32,7 +32,7 @@ from ledger.events import (
 from ledger.rows.all_facts import row_facts
 from ledger.rows.kinds import row_route
 from ledger.rows.values import brief
-from ledger.run.materialize import index_entry
+from ledger.store.materialize import index_entry
 
 __all__ = [
     "REASONS",

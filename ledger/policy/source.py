@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from ledger.errors import ConfigError
 from ledger.paths import RunPaths
 from ledger.policy.model import DEFAULT_POLICY, RecoveryPolicy
-from ledger.postgres.url import is_run_url
+from ledger.store.registry import home_for
 
 __all__ = ["LAUNCHER_POLICY_FILE", "creation_policy", "read_policy_file"]
 
@@ -83,6 +83,6 @@ def creation_policy(
     """The policy a run created at ``out`` starts with (REC-61)."""
     if policy_file is not None:
         return read_policy_file(policy_file)
-    if isinstance(out, str) and is_run_url(out):
-        return DEFAULT_POLICY  # a run on PostgreSQL has no launcher folder (SC-1)
+    if home_for(out).folder is None:
+        return DEFAULT_POLICY  # a run kept in a store has no launcher folder (SC-1)
     return _launcher_policy(RunPaths.of(out)) or DEFAULT_POLICY

@@ -29,7 +29,8 @@ from ledger.postgres.url import RunUrl
 from ledger.run.ledger import Ledger
 from ledger.run.lock import RunLock
 from ledger.store.decode import decode_row
-from ledger.store.sqlite import EventRow, NewEvent, SQLiteStore
+from ledger.store.port import EventRow, NewEvent
+from ledger.store.sqlite import SQLiteStore
 
 __all__ = ["PUBLISHED_NAMES", "export_files", "import_into_store", "load_into_store"]
 
@@ -171,8 +172,8 @@ def import_into_store(source: Ledger, url: RunUrl | str) -> tuple[int, bytes]:
     The source must verify (its chain) and have no pending repair; the new
     run appears whole, in one transaction, or not at all.
     """
-    if source.on_postgres:
-        raise ConfigError(f"{source.where} is on PostgreSQL already")
+    if source.folder is None:
+        raise ConfigError(f"{source.where} is kept in a store already, not in files")
     head = _refuse_broken_source(source)
     pending = source.pending_repairs()
     if pending:

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import psycopg
 
 from ledger.postgres.schema import SCHEMA
-from ledger.store.sqlite import EventRow
+from ledger.store.port import EventRow
 
 __all__ = ["COLUMNS", "StoreReadingMixin", "StoredRow"]
 
@@ -72,6 +72,25 @@ class StoreReadingMixin:
         )
         for row in self._pages(sql, [], from_seq, "reading events"):
             yield EventRow(*row)
+
+    def rows_at(self, seqs: Sequence[int]) -> Iterator[EventRow]:
+        """The stored rows of ``seqs`` (those that exist), in ``seq`` order."""
+        wanted = sorted(set(seqs))
+        sql = (
+            f"SELECT {_COLUMNS} FROM {SCHEMA}.events WHERE run = %s "
+            "AND seq = ANY(%s) ORDER BY seq"
+        )
+        for start in range(0, len(wanted), self.read_batch):
+            chunk = wanted[start : start + self.read_batch]
+            with self._guard("reading events"), self._conn.cursor(binary=True) as cur:
+                page = cur.execute(sql, [self.run, chunk]).fetchall()
+            for row in page:
+                yield EventRow(*row)
+
+    def fold_rows(self, from_seq: int = 1) -> Iterator[tuple[int, str, bytes]]:
+        """``(seq, kind, body)`` of the rows from ``from_seq``: replay's read."""
+        for row in self.rows(from_seq):
+            yield row.seq, row.kind, bytes(row.body)
 
     def _kind_windows(
         self, kinds: list[str], from_seq: int

@@ -20,7 +20,7 @@ import psycopg
 from ledger.errors import ConfigError, LedgerError
 from ledger.events import AttemptReserved, AttemptsReleased
 from ledger.postgres.schema import SCHEMA
-from ledger.store.sqlite import EventRow
+from ledger.store.port import EventRow
 
 __all__ = ["AttemptChanges", "apply_attempt_changes", "attempt_changes"]
 

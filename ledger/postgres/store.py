@@ -21,7 +21,6 @@ import psycopg
 from psycopg.pq import TransactionStatus
 
 from ledger.errors import ConcurrencyConflict, ConfigError, CorruptLedger, LedgerError
-from ledger.events import chain_hash
 from ledger.postgres.advisory import AdvisoryRunLock, acquire_run_lock, current_holder
 from ledger.postgres.files import StoreFilesMixin, read_file_ends, write_file_ends
 from ledger.postgres.reading import COLUMNS, StoredRow, StoreReadingMixin
@@ -29,7 +28,8 @@ from ledger.postgres.reservations import apply_attempt_changes, attempt_changes
 from ledger.postgres.schema import PACKAGE_VERSION, PG_SCHEMA_VERSION, SCHEMA, migrate
 from ledger.postgres.schema import translate as _translate
 from ledger.postgres.url import RunUrl
-from ledger.store.sqlite import EventRow, NewEvent
+from ledger.store.chain import chained_rows
+from ledger.store.port import EventRow, NewEvent
 
 __all__ = [
     "PG_SCHEMA_VERSION",
@@ -300,7 +300,7 @@ class PostgresStore(StoreReadingMixin, StoreFilesMixin):
         seq, prev, epoch = head
         if expected_seq is not None and expected_seq != seq:
             raise ConcurrencyConflict(expected_seq=expected_seq, actual_seq=seq)
-        chained = _chain(events, seq, prev)
+        chained = chained_rows(events, seq, prev)
         changes = attempt_changes(chained, epoch=epoch, where=self.path)
         apply_attempt_changes(cur, self.run, changes, where=self.path)
         if chained:
@@ -397,17 +397,6 @@ class PostgresStore(StoreReadingMixin, StoreFilesMixin):
 
 def _as_url(url: RunUrl | str) -> RunUrl:
     return url if isinstance(url, RunUrl) else RunUrl.parse(url)
-
-
-def _chain(events: Sequence[NewEvent], seq: int, prev: bytes) -> list[EventRow]:
-    """The rows of ``events`` chained on ``(seq, prev)``, as SQLite chains them."""
-    rows = []
-    for event in events:
-        seq += 1
-        digest = chain_hash(prev, seq, event.kind, event.at, event.actor, event.body)
-        rows.append(EventRow(seq, *event, prev, digest))
-        prev = digest
-    return rows
 
 
 def _sha256(data: bytes) -> str:

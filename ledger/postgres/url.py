@@ -16,7 +16,7 @@ from urllib.parse import SplitResult, parse_qsl, quote, urlencode, urlsplit
 
 from ledger.errors import ConfigError
 
-__all__ = ["STORE_ENV", "RunUrl", "is_run_url", "require_postgres", "resolve_run"]
+__all__ = ["STORE_ENV", "RunUrl", "is_postgres_url", "require_postgres", "resolve_run"]
 
 #: The environment variable that may hold the store URL when only a run name
 #: is given (SC-1).
@@ -62,7 +62,7 @@ class RunUrl:
         return f"{self.conninfo}{joiner}run={quote(self.run, safe='')}"
 
 
-def is_run_url(text: str | os.PathLike[str]) -> bool:
+def is_postgres_url(text: str | os.PathLike[str]) -> bool:
     """Whether ``text`` is a PostgreSQL run URL rather than a file path."""
     if isinstance(text, os.PathLike):
         return False  # a Path has lost the "//" of a URL; only strings qualify
@@ -78,7 +78,7 @@ def resolve_run(
     The store URL in the environment may carry a ``run`` of its own; the name
     given wins, since the variable names the store and the command the run.
     """
-    if is_run_url(name_or_url):
+    if is_postgres_url(name_or_url):
         return RunUrl.parse(name_or_url)
     name = _checked_name(name_or_url, "the run name")
     store = (os.environ if environ is None else environ).get(STORE_ENV, "")
@@ -89,7 +89,7 @@ def resolve_run(
             f"({_FORM})",
             key=STORE_ENV,
         )
-    if not is_run_url(store):
+    if not is_postgres_url(store):
         raise ConfigError(
             f"{STORE_ENV} does not hold a postgresql:// URL; set it to "
             "postgresql://USER@HOST:PORT/DB",
@@ -101,7 +101,7 @@ def resolve_run(
 
 def _split(text: str, source: str) -> tuple[str, str | None]:
     """``(conninfo, run)`` of a URL; every message is built from checked parts."""
-    if not is_run_url(text):
+    if not is_postgres_url(text):
         raise ConfigError(f"{source} is not a postgresql:// URL ({_FORM})", key="url")
     parsed = _parse(text)
     if parsed is None or "@" in parsed[0].path:

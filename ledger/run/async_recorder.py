@@ -17,7 +17,8 @@ from typing import Any
 from ledger.errors import ConfigError
 from ledger.events import JudgeAdmitted, StoredEvent
 from ledger.policy.judge import JudgeAdmission
-from ledger.run.recorder import Prepared, Recorder, Staged
+from ledger.run.recorder import Recorder, Staged
+from ledger.store.port import Prepared
 
 __all__ = ["AsyncRecorder"]
 

@@ -27,7 +27,8 @@ from ledger.events import (
     RunCreated,
     kind_of,
 )
-from ledger.run.recorder import Prepared, Recorder, Staged
+from ledger.run.recorder import Recorder, Staged
+from ledger.store.port import Prepared
 
 if TYPE_CHECKING:
     from ledger.run.ledger import Ledger
@@ -126,7 +127,7 @@ class _Batch:
         self, row: MutableMapping[str, Any], key: tuple[int, int, int]
     ) -> None:
         admit = self.recorder.prepare_admit(*key, self.judge, self.staged)
-        admission_id = admit.body.admission_id  # type: ignore[attr-defined]
+        admission_id = admit.event.admission_id  # type: ignore[attr-defined]
         # The admission is staged in this batch, not yet in the index, and the
         # recorder checks a judgment row against the index's open admissions:
         # register it for the batch (undone unless the commit folds it in).
@@ -160,7 +161,7 @@ def record_plan_rows(
         RowError: a row fits neither a released attempt nor a released
             re-judgment (naming its line); nothing was recorded.
     """
-    recorder = ledger._active_recorder()
+    recorder = ledger.direct_recorder()
     batch = _Batch(recorder, judge or current_config_digest(ledger))
     with recorder.lock:
         try:
@@ -177,4 +178,4 @@ def record_plan_rows(
             recorder.commit(batch.ops, actor="collector")
         finally:
             batch.undo()  # after a commit, the index already closed them
-    return dict(sorted(Counter(kind_of(op.body) for op in batch.ops).items()))
+    return dict(sorted(Counter(kind_of(op.event) for op in batch.ops).items()))

@@ -1,40 +1,30 @@
 """The reading half of ``Ledger``: events, the head, snapshots, and open checks.
 
-Everything here reads the store through ``self._store`` and names the log by
-``self.where`` (``ledger.db``'s path, or the run URL), so it serves a run beside
-its files and a run on PostgreSQL alike.
+Everything here reads the store a home opened and names the log by ``where``
+(``ledger.db``'s path, or the run URL), so it serves a run in any home alike.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator, Sequence
 
 from ledger.errors import CorruptLedger, UnknownEvent
 from ledger.events import KINDS, RunCreated, StoredEvent
-from ledger.paths import RunPaths
 from ledger.store.chain import ChainBreak, first_chain_break
 from ledger.store.decode import decode_row
-from ledger.store.port import EventStore
-from ledger.store.sqlite import EventRow
+from ledger.store.port import EventRow, EventStore
 
-__all__ = ["ReadingMixin"]
+__all__ = ["LogReader"]
 
 
-class ReadingMixin:
+class LogReader:
     """Reads of one run's log, shared by writers, workers and readers."""
 
-    _store: EventStore
-    _check_head_on_open: bool
-    where: str
-
-    @property
-    def paths(self) -> RunPaths:
-        raise NotImplementedError
-
-    @property
-    def on_postgres(self) -> bool:
-        raise NotImplementedError
+    def __init__(self, store: EventStore, where: str, *, check_head: bool) -> None:
+        self._store = store
+        #: The run's log, for messages: ``ledger.db``'s path, or the run URL.
+        self.where = where
+        self._check_head_on_open = check_head
 
     def _check_saved_work(self) -> None:
         # EV-12 / REC-51: refuse unknown or corrupt saved work before anything.
@@ -46,12 +36,6 @@ class ReadingMixin:
             raise UnknownEvent(seq=first.seq, kind=first.kind, path=self.where)
         if self._check_head_on_open:  # verify opens without it, to report all
             self._check_head()
-        if not self.on_postgres and not self.paths.materialized.is_file():
-            raise CorruptLedger(  # REC-51: a ledger whose collector files are missing
-                f"{self.paths.materialized} is missing; the run cannot be resumed "
-                "without its materialized inputs",
-                path=self.paths.materialized,
-            )
 
     def _check_head(self) -> None:
         # EV-12: the newest event must match its bytes and link to the one
@@ -86,27 +70,14 @@ class ReadingMixin:
 
     def raw_events_at(self, seqs: Sequence[int]) -> Iterator[EventRow]:
         """The stored rows of ``seqs`` (those that exist), undecoded, by ``seq``."""
-        rows_at = getattr(self._store, "rows_at", None)
-        if rows_at is not None:
-            return rows_at(seqs)  # type: ignore[no-any-return]
-        return (  # a store without point reads: one read per seq
-            row
-            for seq in sorted(set(seqs))
-            for row in itertools.islice(self._store.rows(seq), 1)
-            if row.seq == seq
-        )
+        return self._store.rows_at(seqs)
 
     def rows_for_fold(self, from_seq: int = 1) -> Iterator[tuple[int, str, bytes]]:
         """``(seq, kind, body)`` of the stored events from ``from_seq``, undecoded.
 
         Replay's fast read (P-3); ``projections.replay`` decodes and checks them.
         """
-        fold_rows = getattr(self._store, "fold_rows", None)
-        if fold_rows is not None:
-            return fold_rows(from_seq)  # type: ignore[no-any-return]
-        return (
-            (row.seq, row.kind, bytes(row.body)) for row in self._store.rows(from_seq)
-        )
+        return self._store.fold_rows(from_seq)
 
     def raw_events(
         self, from_seq: int = 1, *, kinds: Sequence[str] = ()
@@ -150,8 +121,7 @@ class ReadingMixin:
 
         File-based runs name their holder in the lock file (``doctor``).
         """
-        holder = getattr(self._store, "lock_holder", None)
-        return None if holder is None else holder()
+        return self._store.lock_holder()
 
     @property
     def journal_mode(self) -> str:

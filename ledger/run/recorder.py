@@ -2,27 +2,22 @@
 
 Every write goes through two steps. ``prepare_*`` checks one operation against
 the write index (plus what the same batch already staged) and builds its event,
-and the bytes to write, without touching anything. ``commit`` then writes the
-rows (appended, flushed and fsynced, in order), and appends every event in one
-transaction: rows before their events, so a crash leaves at worst rows that
-the next writer open records (EV-12), never an event pointing at nothing.
+or its row's bytes and how to make its event once the row is located, without
+touching anything. ``commit`` then hands the batch to the run's one write path
+(:class:`ledger.run.writer.Writer` and the home's sink): rows located where
+their files really end, made durable no later than their events, and every
+event appended in one transaction.
 """
 
 from __future__ import annotations
 
-import hashlib
 import threading
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from ledger.errors import (
-    ConfigError,
-    IdentityMismatch,
-    LedgerError,
-    RowError,
-)
+from ledger.clock import Clock
+from ledger.errors import ConfigError, IdentityMismatch, RowError
 from ledger.events import (
     AttemptReserved,
     Event,
@@ -38,26 +33,14 @@ from ledger.jsonl import encode_row
 from ledger.rows.all_facts import row_facts
 from ledger.rows.kinds import row_route, selected_failure_kind
 from ledger.rows.values import is_mapping
-from ledger.run.write_index import Attempt, FileEnd, WriteIndex
-from ledger.store.collector_files import CollectorFiles
+from ledger.run.write_index import Attempt, WriteIndex
+from ledger.run.writer import Writer
+from ledger.store.port import MakeEvent, Prepared
 from ledger.store.run_files import RunNames
 
 __all__ = ["Prepared", "Recorder", "Staged"]
 
 _REASON_LIMIT = 2000
-
-#: Appends prepared operations with their rows in one transaction (SC-2).
-StoreRows = Callable[[Sequence["Prepared"], str], list[StoredEvent]]
-
-
-@dataclass
-class Prepared:
-    """One checked operation: its event, and the row bytes to write first (if any)."""
-
-    body: Event
-    file: str | None = None
-    data: bytes = b""
-    result: Any = None
 
 
 @dataclass
@@ -67,7 +50,6 @@ class Staged:
     reserved: set[Attempt] = field(default_factory=set)
     admitted: set[Attempt] = field(default_factory=set)
     closed: set[str] = field(default_factory=set)
-    ends: dict[str, FileEnd] = field(default_factory=dict)
 
 
 def _int(row: Mapping[str, Any], key: str, default: int | None = None) -> int:
@@ -97,84 +79,25 @@ def _mutable(row: object) -> MutableMapping[str, Any]:
 
 
 class Recorder:
-    """The writer's side of one run: the write index and the collector files."""
+    """The writer's side of one run: checks each operation, then commits a batch."""
 
-    def __init__(
-        self,
-        folder: Path | None,
-        names: RunNames,
-        index: WriteIndex,
-        append: Callable[[Sequence[Event], str], list[StoredEvent]],
-        new_id: Callable[[], str],
-        *,
-        durable: bool = True,
-        store_rows: StoreRows | None = None,
-        catch_up: Callable[[], None] | None = None,
-        rebuild: Callable[[], WriteIndex] | None = None,
-    ) -> None:
-        """``folder`` holds the collector files; without one (a run on
-        PostgreSQL, SC-2) ``store_rows`` appends each batch with its rows, and
-        ``catch_up`` folds what other writers appended into the index before
-        an operation is refused for want of it (SC-4); ``rebuild`` folds the
-        whole index from the log, when many appends went unfolded."""
-        self._index = index
-        # Bodies appended but not yet folded into the index: folded when the
-        # index is next read, so appends that nobody records after (operator
-        # actions, P-2's group commits) do not pay for it. Guarded, because
-        # appends may come from another thread than the one that records.
-        self._unfolded: list[Event] = []
-        self._unfolded_guard = threading.Lock()
-        self._stale = False
-        self._rebuild = rebuild
-        self._append = append
-        self._new_id = new_id
-        self._files = (
-            None if folder is None else CollectorFiles(folder, durable=durable)
-        )
-        self._store_rows = store_rows
-        self._catch_up = catch_up
-        self._broken: str | None = None
+    def __init__(self, writer: Writer, names: RunNames, clock: Clock) -> None:
+        self._writer = writer
+        self._keeper = writer.keeper
+        self._clock = clock
         #: Held around prepare-and-commit, so a batch sees a stable index.
         self.lock = threading.RLock()
         self.out_name = names.out
         self.sidecar_name = names.sidecar
 
-    #: Appended bodies kept unfolded at most; past this the index is rebuilt
-    #: from the log when next read, rather than holding them all.
-    max_unfolded = 4096
-
     @property
     def index(self) -> WriteIndex:
         """The write index, with every appended body folded in."""
-        if self._unfolded or self._stale:
-            with self._unfolded_guard:
-                bodies, self._unfolded = self._unfolded, []
-                stale, self._stale = self._stale, False
-            if stale and self._rebuild is not None:
-                self._index = self._rebuild()  # the log's fold: always exact
-            else:
-                apply = self._index.apply
-                for body in bodies:
-                    apply(body)
-        return self._index
-
-    def follow(self, bodies: Sequence[Event]) -> None:
-        """Remember appended ``bodies``; the index folds them when next read."""
-        with self._unfolded_guard:
-            if self._rebuild is not None and (
-                self._stale or len(self._unfolded) + len(bodies) > self.max_unfolded
-            ):
-                self._stale = True  # many appends and no recording: refold later
-                self._unfolded = []
-            else:
-                self._unfolded.extend(bodies)
+        return self._keeper.index
 
     def catch_up_now(self) -> bool:
         """Fold what other writers appended, now; whether anyone else appends."""
-        if self._catch_up is None:
-            return False
-        self._catch_up()
-        return True
+        return self._keeper.catch_up()
 
     # -- checks shared by the operations -----------------------------------
 
@@ -269,21 +192,29 @@ class Recorder:
             )
         data = _encode(source) if raw is None else raw
         file = self.out_name if route == "result" else self.sidecar_name
-        location, line = self._locate(file, data, staged)
         key = {"task": task, "rollout": rollout, "attempt": attempt}
-        body: Event
+        make: MakeEvent
         if route == "result":
-            body = ResultSaved(**key, location=location, facts=row_facts(source))
+            facts = row_facts(source)
+
+            def make(location: Location, line: int) -> Event:
+                return ResultSaved(**key, location=location, facts=facts)
         elif route == "omission":
             reason = str(source.get("_ng_failure_message") or "")[:_REASON_LIMIT]
-            body = OmissionSaved(
-                **key, location=location, sidecar_line=line, reason=reason
-            )
+
+            def make(location: Location, line: int) -> Event:
+                return OmissionSaved(
+                    **key, location=location, sidecar_line=line, reason=reason
+                )
         else:
-            body = FailureSaved(
-                **key, location=location, sidecar_line=line, facts=row_facts(source)
-            )
-        return Prepared(body, file=file, data=data)
+            facts = row_facts(source)
+
+            def make(location: Location, line: int) -> Event:
+                return FailureSaved(
+                    **key, location=location, sidecar_line=line, facts=facts
+                )
+
+        return Prepared(file=file, data=data, make=make)
 
     def prepare_admit(
         self, task: int, rollout: int, attempt: int, judge: str, staged: Staged
@@ -304,7 +235,7 @@ class Recorder:
             )
         staged.admitted.add(key)
         body = JudgeAdmitted(
-            admission_id=self._new_id(),
+            admission_id=self._clock.new_id(),
             task=task,
             rollout=rollout,
             attempt=attempt,
@@ -334,32 +265,20 @@ class Recorder:
         graded = row_route(row) == "result" and _grade(row) is not None
         data = _encode(row) if raw is None else raw
         file = self.out_name if graded else self.sidecar_name
-        location, line = self._locate(file, data, staged)
-        body = JudgeOutcomeSaved(
-            admission_id=admission_id,
-            outcome="graded" if graded else "failed",
-            reward=_grade(row) if graded else None,
-            failure_kind=None if graded else _failed_kind(row),
-            location=location,
-            sidecar_line=None if graded else line,
-        )
-        return Prepared(body, file=file, data=data)
+        reward = _grade(row) if graded else None
+        failure_kind = None if graded else _failed_kind(row)
 
-    def _locate(self, file: str, data: bytes, staged: Staged) -> tuple[Location, int]:
-        end = staged.ends.get(file)
-        if end is None:
-            recorded = self.index.end_of(file)
-            end = staged.ends[file] = FileEnd(recorded.offset, recorded.lines)
-        location = Location(
-            file=file,
-            offset=end.offset,
-            length=len(data),
-            row_sha256=hashlib.sha256(data).hexdigest(),
-        )
-        line = end.lines
-        end.offset += len(data)
-        end.lines += 1
-        return location, line
+        def make(location: Location, line: int) -> Event:
+            return JudgeOutcomeSaved(
+                admission_id=admission_id,
+                outcome="graded" if graded else "failed",
+                reward=reward,
+                failure_kind=failure_kind,
+                location=location,
+                sidecar_line=None if graded else line,
+            )
+
+        return Prepared(file=file, data=data, make=make)
 
     # -- commit ------------------------------------------------------------
 
@@ -370,33 +289,7 @@ class Recorder:
 
         ``written`` says the rows are in their files already (EV-12 repair).
         """
-        if self._broken is not None:
-            raise LedgerError(self._broken)
-        if not ops:
-            return []
-        if self._store_rows is not None:
-            return self._store_rows(ops, actor)  # SC-2: rows go with their events
-        try:
-            if not written:
-                self._write_rows(ops)
-        except OSError as exc:
-            self._broken = (
-                f"writing a row failed ({exc.strerror or exc}); this writer stops: "
-                "reopen the run to repair what was written"
-            )
-            raise LedgerError(self._broken) from exc
-        # The ledger folds every appended body into the index (Ledger.append_many).
-        return self._append([op.body for op in ops], actor)
-
-    def _write_rows(self, ops: Sequence[Prepared]) -> None:
-        if self._files is None:
-            raise LedgerError("a run without a folder stores its rows with events")
-        self._files.write(ops)
-
-    def close(self) -> None:
-        """Close the collector files."""
-        if self._files is not None:
-            self._files.close()
+        return self._writer.commit(ops, actor=actor, written=written)
 
 
 def _grade(row: Mapping[str, Any]) -> float | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
-from ledger.errors import LedgerError
+from ledger.errors import Refused
 from ledger.events import JudgeAdmitted
 from ledger.policy.judge import JudgeAdmission
 from ledger.run.recorder import Recorder, Staged
@@ -21,11 +21,10 @@ class RecordingMixin:
 
     _recorder: Recorder | None
 
-    def _active_recorder(self) -> Recorder:
+    def direct_recorder(self) -> Recorder:
+        """The synchronous recorder, for a caller that prepares a batch itself."""
         if self._recorder is None:
-            raise LedgerError(
-                "this ledger is open read-only; recording needs the RunLock"
-            )
+            raise Refused("this ledger is open read-only; recording needs the RunLock")
         return self._recorder
 
     def reserve(self, row: MutableMapping[str, Any]) -> int:
@@ -34,7 +33,7 @@ class RecordingMixin:
 
     def reserve_many(self, rows: Iterable[MutableMapping[str, Any]]) -> list[int]:
         """Reserve many released attempts in one transaction (all or none)."""
-        recorder = self._active_recorder()
+        recorder = self.direct_recorder()
         with recorder.lock:
             staged = Staged()
             ops = [recorder.prepare_reserve(row, staged) for row in rows]
@@ -47,7 +46,7 @@ class RecordingMixin:
 
     def record_many(self, rows: Iterable[MutableMapping[str, Any]]) -> None:
         """Record many outcome rows: rows written and flushed, then one transaction."""
-        recorder = self._active_recorder()
+        recorder = self.direct_recorder()
         with recorder.lock:
             staged = Staged()
             ops = [recorder.prepare_record(row, staged) for row in rows]
@@ -57,7 +56,7 @@ class RecordingMixin:
         self, task: int, rollout: int, attempt: int, judge: str
     ) -> JudgeAdmission:
         """Admit a released re-judgment before the judge call (REC-30)."""
-        recorder = self._active_recorder()
+        recorder = self.direct_recorder()
         with recorder.lock:
             op = recorder.prepare_admit(task, rollout, attempt, judge, Staged())
             stored = recorder.commit([op], actor="collector")[0]
@@ -68,7 +67,7 @@ class RecordingMixin:
         self, admission: JudgeAdmission, row: MutableMapping[str, Any]
     ) -> None:
         """Write the re-judgment's row, then close its admission (REC-30)."""
-        recorder = self._active_recorder()
+        recorder = self.direct_recorder()
         with recorder.lock:
             op = recorder.prepare_judgment_row(admission.admission_id, row, Staged())
             recorder.commit([op], actor="collector")
@@ -80,5 +79,5 @@ class RecordingMixin:
         from ledger.run.async_recorder import AsyncRecorder
 
         return AsyncRecorder(
-            self._active_recorder(), max_batch=max_batch, max_wait_ms=max_wait_ms
+            self.direct_recorder(), max_batch=max_batch, max_wait_ms=max_wait_ms
         )

@@ -21,8 +21,9 @@ from ledger.errors import CorruptLedger, IdentityMismatch, LedgerError
 from ledger.events import TailRepaired
 from ledger.files import atomic_replace, fsync_dir
 from ledger.paths import RunPaths
-from ledger.run.recorder import Prepared, Recorder, Staged
+from ledger.run.recorder import Recorder, Staged
 from ledger.run.write_index import WriteIndex
+from ledger.store.port import Prepared
 
 __all__ = ["PendingRepair", "Unrecorded", "find_unrecorded", "repair"]
 

@@ -1,15 +1,16 @@
-"""Hash-chain verification (EV-2): find the first stored event that does not match."""
+"""The hash chain (EV-2), in one place: chaining new rows and finding a break."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import hashlib
+from collections.abc import Iterable, Sequence
 
 import msgspec
 
-from ledger.events import ZERO_HASH, chain_hash
-from ledger.store.sqlite import EventRow
+from ledger.events import ZERO_HASH, chain_hash, header_tail
+from ledger.store.port import EventRow, NewEvent
 
-__all__ = ["ChainBreak", "first_chain_break"]
+__all__ = ["ChainBreak", "chained_rows", "first_chain_break"]
 
 
 class ChainBreak(msgspec.Struct, frozen=True, kw_only=True):
@@ -46,3 +47,30 @@ def first_chain_break(
         prev_hash = bytes(row.hash)
         expected += 1
     return None
+
+
+def chained_rows(events: Sequence[NewEvent], seq: int, prev: bytes) -> list[EventRow]:
+    """``events`` as rows numbered and chained after ``(seq, prev)`` (EV-2).
+
+    Each hash is ``chain_hash``'s, computed with the header's constant part
+    (kind, at, actor) encoded once per kind while ``at`` and ``actor`` stay
+    the same (one instant and actor per batch, P-2), and the hashed bytes
+    formatted in one step.
+    """
+    sha256, make = hashlib.sha256, tuple.__new__  # an EventRow without its __new__
+    rows = []
+    tails: dict[str, bytes] = {}
+    at_now = actor_now = None
+    for kind, at, actor, body in events:
+        seq += 1
+        if at is not at_now or actor is not actor_now:  # the same objects, usually
+            if at != at_now or actor != actor_now:
+                tails = {}
+            at_now, actor_now = at, actor
+        tail = tails.get(kind)
+        if tail is None:
+            tail = tails[kind] = header_tail(kind, at, actor)
+        digest = sha256(b"%s[%d%s%s" % (prev, seq, tail, body)).digest()
+        rows.append(make(EventRow, (seq, kind, at, actor, body, prev, digest)))
+        prev = digest
+    return rows

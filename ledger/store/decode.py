@@ -8,7 +8,7 @@ import msgspec
 
 from ledger.errors import CorruptLedger, UnknownEvent
 from ledger.events import KINDS, Event, StoredEvent, decode_body, kind_of
-from ledger.store.sqlite import EventRow
+from ledger.store.port import EventRow
 
 __all__ = ["decode_row", "stored_from_row"]
 

@@ -1,20 +1,116 @@
-"""The store interface both backends implement (architecture.md, SC-6).
+"""The store port: what every backend provides, and the values that cross it.
 
-``Ledger`` needs only these members of a store, so it can hold a
-:class:`ledger.store.sqlite.SQLiteStore` or a
-:class:`ledger.postgres.store.PostgresStore` without knowing which; mypy checks
-below that both conform.
+A backend is a :class:`RunHome` (where one run lives), chosen once from ``OUT``
+or a run URL by :mod:`ledger.store.registry`. A home creates the run, opens its
+:class:`EventStore` (the log), its :class:`RunFiles` (rows at recorded places,
+published files) and its :class:`RowSink` (the recorder's one write path), and
+makes the part of the run lock that is its own. ``Ledger`` holds what a home
+opened without knowing which backend it is; nothing above this port asks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import hashlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from ledger.store.sqlite import EventRow, NewEvent
+from ledger.events import Event, Location
 
-__all__ = ["EventStore"]
+if TYPE_CHECKING:
+    from ledger.store.materialize import MaterializedInputs
+    from ledger.store.run_files import RunNames
+
+__all__ = [
+    "EventRow",
+    "EventStore",
+    "LockPart",
+    "MakeEvent",
+    "NewEvent",
+    "OpenRun",
+    "Prepared",
+    "RowReader",
+    "RowSink",
+    "RunFiles",
+    "RunHome",
+    "locate",
+]
+
+
+class NewEvent(NamedTuple):
+    """An event about to be appended: its kind, time, actor and encoded body."""
+
+    kind: str
+    at: str
+    actor: str
+    body: bytes
+
+
+class EventRow(NamedTuple):
+    """One stored row of the ``events`` table, undecoded."""
+
+    seq: int
+    kind: str
+    at: str
+    actor: str
+    body: bytes
+    prev_hash: bytes
+    hash: bytes
+
+
+#: Builds an outcome's event once its row is located: from the row's
+#: :class:`Location` and its line in its file (the sidecar line, EV-12).
+MakeEvent = Callable[[Location, int], Event]
+
+
+@dataclass
+class Prepared:
+    """One checked operation: an event, or a row and how to make its event.
+
+    An operation with a row (``file`` set) has no event until the sink locates
+    the row where its file really ends: ``make`` builds it then, once.
+    """
+
+    body: Event | None = None
+    file: str | None = None
+    data: bytes = b""
+    make: MakeEvent | None = None
+    result: Any = None
+    #: Where the row was placed (set by :func:`locate`).
+    location: Location | None = None
+
+    @property
+    def event(self) -> Event:
+        """The operation's event (after :func:`locate`, for one with a row)."""
+        if self.body is None:
+            raise ValueError("this operation's row is not located yet")
+        return self.body
+
+
+def locate(ops: Sequence[Prepared], ends: dict[str, list[int]]) -> list[Event]:
+    """Place each row at its file's end and build its event; the events in order.
+
+    ``ends`` maps a file to ``[offset, lines]`` where its recorded bytes end; it
+    is advanced past every row placed (the sinks keep or store it).
+    """
+    events: list[Event] = []
+    for op in ops:
+        if op.file is not None and op.make is not None:
+            end = ends.setdefault(op.file, [0, 0])
+            where = Location(
+                file=op.file,
+                offset=end[0],
+                length=len(op.data),
+                row_sha256=hashlib.sha256(op.data).hexdigest(),
+            )
+            op.location = where
+            op.body = op.make(where, end[1])
+            end[0] += len(op.data)
+            end[1] += 1
+        events.append(op.event)
+    return events
 
 
 class EventStore(Protocol):
@@ -52,6 +148,14 @@ class EventStore(Protocol):
         """Stored rows in ``seq`` order from ``from_seq``, streamed."""
         ...
 
+    def rows_at(self, seqs: Sequence[int]) -> Iterator[EventRow]:
+        """The stored rows of ``seqs`` (those that exist), in ``seq`` order."""
+        ...
+
+    def fold_rows(self, from_seq: int = 1) -> Iterator[tuple[int, str, bytes]]:
+        """``(seq, kind, body)`` of the rows from ``from_seq``: replay's read."""
+        ...
+
     def distinct_kinds(self) -> set[str]:
         """Every kind stored in the log."""
         ...
@@ -85,14 +189,163 @@ class EventStore(Protocol):
         """How the backend makes commits durable."""
         ...
 
+    def lock_holder(self) -> str | None:
+        """Who holds the run lock, where the store knows it; ``None`` otherwise."""
+        ...
+
     def close(self) -> None:
         """Close the store (idempotent)."""
         ...
 
 
-if TYPE_CHECKING:
-    from ledger.postgres.store import PostgresStore
-    from ledger.store.sqlite import SQLiteStore
+class RowReader(Protocol):
+    """Reads rows at recorded places; open for a whole pass, then closed."""
 
-    def _both_conform(sqlite: SQLiteStore, pg: PostgresStore) -> list[EventStore]:
-        return [sqlite, pg]
+    def read_at(self, file: str, offset: int, length: int) -> bytes | None:
+        """The ``length`` bytes at ``offset`` of ``file`` (``None``: no such file)."""
+        ...
+
+    def read_many(self, places: Sequence[tuple[str, int, int]]) -> list[bytes | None]:
+        """``read_at`` of each ``(file, offset, length)``, at once where it helps."""
+        ...
+
+
+class RunFiles(Protocol):
+    """A run's files, wherever they are kept."""
+
+    @property
+    def names(self) -> RunNames:
+        """The run's file names."""
+        ...
+
+    def describe(self, file: str) -> str:
+        """Where ``file`` is, for messages (a path, or the run URL and the name)."""
+        ...
+
+    def reader(self) -> AbstractContextManager[RowReader]:
+        """A reader of rows at recorded places, closed when the pass ends."""
+        ...
+
+    def chunks(self, file: str) -> Iterator[bytes]:
+        """The bytes of ``file`` in order (``FileNotFoundError`` when it is absent)."""
+        ...
+
+    def read_published(self, name: str) -> bytes | None:
+        """A published file (``manifest.json``, ...), or ``None``."""
+        ...
+
+    def publish(self, name: str, data: bytes) -> None:
+        """Replace a published file atomically (EV-31)."""
+        ...
+
+
+class RowSink(Protocol):
+    """Where a writer's operations go: rows located, written, their events appended.
+
+    The one write path (EV-12, SC-2): a sink locates each row where its file
+    really ends (:func:`locate`), makes it durable, and appends every event in
+    one transaction, rows never after their events.
+    """
+
+    def commit(
+        self,
+        ops: Sequence[Prepared],
+        *,
+        encode: Callable[[Event], NewEvent],
+        recorded_ends: Mapping[str, tuple[int, int]],
+        written: bool = False,
+    ) -> tuple[list[EventRow], list[Event]]:
+        """Append ``ops``; the stored rows and the events, in order.
+
+        ``recorded_ends`` is where the writer's index says each file's recorded
+        rows end (``(offset, lines)``); ``written`` says the rows are in their
+        files already (EV-12 repair), to be located and recorded, not written.
+        """
+        ...
+
+    def close(self) -> None:
+        """Release what the sink holds open (idempotent)."""
+        ...
+
+
+class LockPart(Protocol):
+    """One exclusive lock a :class:`ledger.RunLock` takes (EV-40)."""
+
+    @property
+    def name(self) -> str:
+        """What is locked, for messages (a lock file's path, a run URL)."""
+        ...
+
+    @property
+    def held(self) -> bool:
+        """Whether this part is held by this object."""
+        ...
+
+    def acquire(self) -> None:
+        """Take it, or raise ``LockHeld`` naming the holder."""
+        ...
+
+    def release(self) -> None:
+        """Release it (idempotent)."""
+        ...
+
+
+@dataclass(frozen=True)
+class OpenRun:
+    """What a home opened: the log, the files and the write path of one run."""
+
+    store: EventStore
+    files: RunFiles
+    #: Whether the store accepts appends (a writer, or a worker on a shared log).
+    writable: bool
+    #: Whether other processes append to the same log (workers, SC-4): a
+    #: writer's index then follows the log rather than only its own appends.
+    shared_log: bool
+    #: The run's folder on disk, when its rows live in files there (EV-12's
+    #: repair applies to it); ``None`` when rows are stored with their events.
+    folder: Path | None
+
+
+class RunHome(Protocol):
+    """Where one run lives: a folder beside ``OUT``, a PostgreSQL run, ..."""
+
+    @property
+    def target(self) -> str:
+        """What a lock names: ``OUT``'s absolute path, or the run URL."""
+        ...
+
+    @property
+    def where(self) -> str:
+        """The run's log, for messages (never with a credential)."""
+        ...
+
+    @property
+    def folder(self) -> Path | None:
+        """The folder the run's files live in, when it has one."""
+        ...
+
+    def refuse_existing(self) -> None:
+        """Refuse to create a run that exists (any of its files, CLI-2)."""
+        ...
+
+    def create(
+        self, first: NewEvent, inputs: MaterializedInputs, *, journal_mode: str
+    ) -> None:
+        """Create the run with its first event and inputs, whole or not at all."""
+        ...
+
+    def open(self, *, lock_held: bool) -> OpenRun:
+        """Open the run: a writer with the lock held, else a reader (or worker)."""
+        ...
+
+    def check_opened(self, opened: OpenRun) -> None:
+        """What this home checks of a run once its log is found sound (REC-51)."""
+        ...
+
+    def sink(self, opened: OpenRun) -> RowSink:
+        """The write path of a writer (or worker) of this run."""
+        ...
+
+    def lock_part(self) -> LockPart:
+        """The run lock's own part on this home (EV-40, SC-4)."""
+        ...

@@ -12,9 +12,17 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ledger.errors import ConfigError
-from ledger.postgres.url import STORE_ENV, is_run_url, resolve_run
+from ledger.postgres.url import (
+    STORE_ENV,
+    RunUrl,
+    is_postgres_url,
+    require_postgres,
+    resolve_run,
+)
+from ledger.store.folder import FolderHome
+from ledger.store.port import RunHome
 
-__all__ = ["resolve_out"]
+__all__ = ["home_for", "resolve_out"]
 
 
 def resolve_out(
@@ -31,7 +39,7 @@ def resolve_out(
     if isinstance(text, os.PathLike):
         text = os.fspath(text)
     env = os.environ if environ is None else environ
-    if is_run_url(text):
+    if is_postgres_url(text):
         return str(resolve_run(text))
     if (
         env.get(STORE_ENV)
@@ -58,3 +66,17 @@ def _run_in(folder: Path) -> Path:
         key="OUT",
         path=folder,
     )
+
+
+def home_for(out: Path | str) -> RunHome:
+    """The home of the run ``out`` names: the one place a backend is chosen.
+
+    A ``postgresql://`` URL names a run on PostgreSQL (SC-1); anything else is
+    ``OUT``, a run in a folder.
+    """
+    if isinstance(out, str) and is_postgres_url(out):
+        require_postgres()
+        from ledger.postgres.home import PostgresHome  # psycopg only when used
+
+        return PostgresHome(RunUrl.parse(out))
+    return FolderHome.of(out)

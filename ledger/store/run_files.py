@@ -1,10 +1,10 @@
-"""Where a run's rows live: its folder, or its PostgreSQL store (SC-2).
+"""A run's file names, and its files in a folder beside ``OUT``.
 
 Projections read rows at their recorded locations, hash the materialized
-inputs, and publish files; they do it through ``ledger.files``, so they need
-not know whether the run is a folder beside ``OUT`` (``FolderFiles``) or a run
-on PostgreSQL whose rows are stored with their events (``StoreFiles``). Names
-are the file names events locate rows in (``rollouts.jsonl``, ...).
+inputs, and publish files through ``Ledger.files`` (a
+:class:`ledger.store.port.RunFiles`), so they need not know where the run
+lives. ``FolderFiles`` serves a run in its folder. Names are the file names
+events locate rows in (``rollouts.jsonl``, ...).
 """
 
 from __future__ import annotations
@@ -13,24 +13,15 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Protocol
+from typing import IO
 
 from ledger.files import atomic_replace
 from ledger.paths import RunPaths
+from ledger.store.port import RowReader
 
-if TYPE_CHECKING:
-    from ledger.postgres.store import PostgresStore
+__all__ = ["ChunkReader", "FolderFiles", "RunNames"]
 
-__all__ = [
-    "ChunkReader",
-    "FolderFiles",
-    "RowReader",
-    "RunFiles",
-    "RunNames",
-    "StoreFiles",
-]
-
-_CHUNK = 1 << 20
+_CHUNK = 1 << 22  # 4 MiB: hashed in a helper thread while lines are split (P-4)
 
 
 @dataclass(frozen=True)
@@ -53,47 +44,6 @@ class RunNames:
     def materialized(self) -> str:
         """The materialized inputs."""
         return f"{self.stem}_materialized_inputs.jsonl"
-
-
-class RowReader(Protocol):
-    """Reads rows at recorded places; open for a whole pass, then closed."""
-
-    def read_at(self, file: str, offset: int, length: int) -> bytes | None:
-        """The ``length`` bytes at ``offset`` of ``file`` (``None``: no such file)."""
-        ...
-
-    def read_many(self, places: Sequence[tuple[str, int, int]]) -> list[bytes | None]:
-        """``read_at`` of each ``(file, offset, length)``, at once where it helps."""
-        ...
-
-
-class RunFiles(Protocol):
-    """A run's files, wherever they are kept."""
-
-    @property
-    def names(self) -> RunNames:
-        """The run's file names."""
-        ...
-
-    def describe(self, file: str) -> str:
-        """Where ``file`` is, for messages (a path, or the run URL and the name)."""
-        ...
-
-    def reader(self) -> contextlib.AbstractContextManager[RowReader]:
-        """A reader of rows at recorded places, closed when the pass ends."""
-        ...
-
-    def chunks(self, file: str) -> Iterator[bytes]:
-        """The bytes of ``file`` in order (``FileNotFoundError`` when it is absent)."""
-        ...
-
-    def read_published(self, name: str) -> bytes | None:
-        """A published file (``manifest.json``, ...), or ``None``."""
-        ...
-
-    def publish(self, name: str, data: bytes) -> None:
-        """Replace a published file atomically (EV-31)."""
-        ...
 
 
 class _FolderReader:
@@ -147,8 +97,8 @@ class FolderFiles:
             reader.close()
 
     def chunks(self, file: str) -> Iterator[bytes]:
-        """The file read in 1 MiB chunks."""
-        with (self.paths.folder / file).open("rb") as handle:
+        """The file read in 4 MiB chunks, unbuffered (each chunk read once)."""
+        with (self.paths.folder / file).open("rb", buffering=0) as handle:
             while chunk := handle.read(_CHUNK):
                 yield chunk
 
@@ -160,55 +110,6 @@ class FolderFiles:
     def publish(self, name: str, data: bytes) -> None:
         """``atomic_replace`` into ``<stem>_ledger/``."""
         atomic_replace(self.paths.ledger_dir / name, data)
-
-
-class _StoreReader:
-    def __init__(self, store: PostgresStore) -> None:
-        self._store = store
-
-    def read_at(self, file: str, offset: int, length: int) -> bytes | None:
-        return self.read_many([(file, offset, length)])[0]
-
-    def read_many(self, places: Sequence[tuple[str, int, int]]) -> list[bytes | None]:
-        found = self._store.pieces_at([(file, offset) for file, offset, _ in places])
-        return [
-            None if data is None else data[:length]
-            for data, (_, _, length) in zip(found, places, strict=True)
-        ]
-
-
-@dataclass(frozen=True)
-class StoreFiles:
-    """The files of a run on PostgreSQL, kept in its tables (SC-2)."""
-
-    store: PostgresStore
-    names: RunNames
-
-    def describe(self, file: str) -> str:
-        """The run's URL (never with a password) and the file's name."""
-        return f"{self.store.path} ({file})"
-
-    @contextlib.contextmanager
-    def reader(self) -> Iterator[RowReader]:
-        """One query per row read."""
-        yield _StoreReader(self.store)
-
-    def chunks(self, file: str) -> Iterator[bytes]:
-        """The file's pieces in offset order (absent: ``FileNotFoundError``)."""
-        found = False
-        for _, data in self.store.file_pieces(file):
-            found = True
-            yield data
-        if not found and file == self.names.materialized:
-            raise FileNotFoundError(file)
-
-    def read_published(self, name: str) -> bytes | None:
-        """From the run's ``published`` table."""
-        return self.store.read_published(name)
-
-    def publish(self, name: str, data: bytes) -> None:
-        """Into the run's ``published`` table, in one transaction."""
-        self.store.put_published(name, data)
 
 
 class ChunkReader:

@@ -8,22 +8,28 @@ callers never see ``sqlite3`` types.
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from ledger.errors import ConcurrencyConflict, CorruptLedger, LedgerError
-from ledger.events import ZERO_HASH, header_tail
+from ledger.events import ZERO_HASH
+from ledger.store.chain import chained_rows
+from ledger.store.port import EventRow, NewEvent
+from ledger.store.sqlite_schema import (
+    MIGRATIONS,
+    PACKAGE_VERSION,
+    SCHEMA_VERSION,
+    translate,
+)
 
 if TYPE_CHECKING:
     import sqlite_utils
 
 __all__ = ["SCHEMA_VERSION", "EventRow", "NewEvent", "SQLiteStore"]
 
-PACKAGE_VERSION = "0.1.0"
 _READ_BATCH = 1024
 _FIRST_BATCH = 8
 _SELECT = "SELECT seq, kind, at, actor, body, prev_hash, hash FROM events"
@@ -33,111 +39,12 @@ _INSERT = (
 )
 
 
-class NewEvent(NamedTuple):
-    """An event about to be appended: its kind, time, actor and encoded body."""
-
-    kind: str
-    at: str
-    actor: str
-    body: bytes
-
-
-class EventRow(NamedTuple):
-    """One stored row of the ``events`` table, undecoded."""
-
-    seq: int
-    kind: str
-    at: str
-    actor: str
-    body: bytes
-    prev_hash: bytes
-    hash: bytes
-
-
-class _StaleHead(Exception):
-    """The head this writer remembered is not the log's: read it and run again."""
-
-
-def chained_rows(events: Sequence[NewEvent], seq: int, prev: bytes) -> list[EventRow]:
-    """``events`` as rows numbered and chained after ``(seq, prev)`` (EV-2).
-
-    Each hash is ``chain_hash``'s, computed with the header's constant part
-    (kind, at, actor) encoded once per kind while ``at`` and ``actor`` stay
-    the same (one instant and actor per batch, P-2), and the hashed bytes
-    formatted in one step.
-    """
-    sha256, make = hashlib.sha256, tuple.__new__  # an EventRow without its __new__
-    rows = []
-    tails: dict[str, bytes] = {}
-    at_now = actor_now = None
-    for kind, at, actor, body in events:
-        seq += 1
-        if at is not at_now or actor is not actor_now:  # the same objects, usually
-            if at != at_now or actor != actor_now:
-                tails = {}
-            at_now, actor_now = at, actor
-        tail = tails.get(kind)
-        if tail is None:
-            tail = tails[kind] = header_tail(kind, at, actor)
-        digest = sha256(b"%s[%d%s%s" % (prev, seq, tail, body)).digest()
-        rows.append(make(EventRow, (seq, kind, at, actor, body, prev, digest)))
-        prev = digest
-    return rows
-
-
-def _create_events(db: sqlite_utils.Database) -> None:
-    db.table("events").create(  # EV-10: the table, exactly as specified
-        {
-            "seq": int,
-            "kind": str,
-            "at": str,
-            "actor": str,
-            "body": bytes,
-            "prev_hash": bytes,
-            "hash": bytes,
-        },
-        pk="seq",
-        not_null={"kind", "at", "actor", "body", "prev_hash", "hash"},
-    )
-    # Projections read some kinds first and cheaply (REC-60: the policy events).
-    db.table("events").create_index(["kind", "seq"], index_name="events_by_kind")
-    db.table("meta").create({"key": str, "value": str}, pk="key", not_null={"value"})
-
-
-def _create_snapshots(db: sqlite_utils.Database) -> None:
-    db.table("snapshots").create(  # EV-14: keyed by what must still match to use it
-        {
-            "seq": int,
-            "head_hash": bytes,
-            "code_version": str,
-            "policy_digest": str,
-            "state": bytes,
-        },
-        pk=("code_version", "policy_digest"),
-        not_null={"seq", "head_hash", "state"},
-    )
-
-
-#: Named migrations, applied in order and recorded; never edit or reorder one.
-MIGRATIONS: tuple[tuple[str, Callable[[sqlite_utils.Database], None]], ...] = (
-    ("0001_events_and_meta", _create_events),
-    ("0002_snapshots", _create_snapshots),
-)
-SCHEMA_VERSION = len(MIGRATIONS)
-
-
 def _lenient_text(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
-def _translate(exc: sqlite3.Error, path: Path, doing: str) -> LedgerError:
-    if isinstance(exc, sqlite3.ProgrammingError):
-        return LedgerError(f"{path}: {exc} (while {doing}); open the run again")
-    if isinstance(exc, sqlite3.DatabaseError) and "not a database" in str(exc):
-        return CorruptLedger(f"{path} is not an SQLite database ({exc})", path=path)
-    if "locked" in str(exc) or "busy" in str(exc):
-        return LedgerError(f"{path} is busy while {doing}: {exc}; try again")
-    return CorruptLedger(f"{path}: SQLite error while {doing}: {exc}", path=path)
+class _StaleHead(Exception):
+    """The head this writer remembered is not the log's: read it and run again."""
 
 
 class SQLiteStore:
@@ -201,7 +108,7 @@ class SQLiteStore:
             # breaks the chain at its seq, not as an error naming no event (R-7).
             conn.text_factory = _lenient_text
         except sqlite3.Error as exc:
-            raise _translate(exc, path, "opening") from exc
+            raise translate(exc, path, "opening") from exc
         return cls(conn, path, writable=writable)
 
     def _migrate(self) -> None:
@@ -258,7 +165,7 @@ class SQLiteStore:
         try:
             yield
         except sqlite3.Error as exc:
-            raise _translate(exc, self.path, doing) from exc
+            raise translate(exc, self.path, doing) from exc
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -307,7 +214,7 @@ class SQLiteStore:
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
-                raise _translate(exc, self.path, "starting a transaction") from exc
+                raise translate(exc, self.path, "starting a transaction") from exc
             try:
                 rows = self._insert(events, expected_seq, head)
             except _StaleHead:
@@ -322,7 +229,7 @@ class SQLiteStore:
                 conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 self._head = None
-                raise _translate(exc, self.path, "committing") from exc
+                raise translate(exc, self.path, "committing") from exc
             if rows:
                 last = rows[-1]
                 self._head = (last.seq, last.hash)
@@ -350,9 +257,9 @@ class SQLiteStore:
         except sqlite3.IntegrityError as exc:
             if cached is not None and self.head() != cached:
                 raise _StaleHead from exc
-            raise _translate(exc, self.path, "appending") from exc
+            raise translate(exc, self.path, "appending") from exc
         except sqlite3.Error as exc:
-            raise _translate(exc, self.path, "appending") from exc
+            raise translate(exc, self.path, "appending") from exc
         return rows
 
     def append_in_transaction(
@@ -460,6 +367,10 @@ class SQLiteStore:
                 "SELECT hash FROM events WHERE seq = ?", (seq,)
             ).fetchone()
         return None if row is None else bytes(row[0])
+
+    def lock_holder(self) -> str | None:
+        """``None``: a run in a folder names its holder in its lock file (EV-40)."""
+        return None
 
     def journal_mode(self) -> str:
         """The database's journal mode (``wal`` or ``delete``)."""

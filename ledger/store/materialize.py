@@ -7,13 +7,11 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
-from ledger.errors import ConfigError, RowError
+from ledger.errors import RowError
 from ledger.events import IndexEntry
-from ledger.files import atomic_replace
 from ledger.jsonl import encode_row
-from ledger.paths import RunPaths
 
-__all__ = ["MaterializedInputs", "index_entry", "write_materialized"]
+__all__ = ["MaterializedInputs", "index_entry", "materialize"]
 
 _ROLLOUT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _CAPTURE_SUFFIX = re.compile(r"-a[0-9]+$")
@@ -111,30 +109,3 @@ def materialize(rows: Iterable[Mapping[str, Any]]) -> MaterializedInputs:
     _refuse_duplicates(index)
     data = b"".join(chunks)
     return MaterializedInputs(data, hashlib.sha256(data).hexdigest(), tuple(index))
-
-
-def write_materialized(
-    paths: RunPaths, rows: Iterable[Mapping[str, Any]], expected_digest: str
-) -> MaterializedInputs:
-    """Write the materialized inputs once (atomically) and return their index."""
-    inputs = materialize(rows)
-    if inputs.digest != expected_digest:
-        raise ConfigError(
-            "the manifest's materialized_digest does not match the rows given to "
-            "create; build the manifest from the same rows",
-            key="materialized_digest",
-        )
-    paths.ledger_dir.mkdir(parents=True, exist_ok=True)
-    target = paths.materialized
-    if target.exists():
-        # A create that died before its database left these bytes: accept
-        # them only when identical, never overwrite a collector's file.
-        if target.read_bytes() != inputs.data:
-            raise ConfigError(
-                f"{target} exists with other rows; continue that run with "
-                "`rollout-ledger resume` or `rollout-ledger import`",
-                path=target,
-            )
-        return inputs
-    atomic_replace(target, inputs.data)
-    return inputs

@@ -1,0 +1,135 @@
+"""The writer's index, kept in step with the log (REC-3, EV-12, EV-14, SC-4).
+
+:func:`fold_index` folds the write index from the log, starting from a stored
+index when one still holds (EV-14). :class:`IndexKeeper` holds a writer's index
+and keeps it in step: the bodies it appends are folded when the index is next
+read, and where other writers append to the same log (workers on PostgreSQL,
+SC-4) it folds what they appended too.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import msgspec
+
+from ledger.events import Event
+from ledger.run.write_index import INDEX_CODE_VERSION, INDEX_KINDS, WriteIndex
+from ledger.store.decode import decode_row
+from ledger.store.port import EventStore
+
+__all__ = ["IndexKeeper", "fold_index"]
+
+#: A writer stores its index once this many events were folded past the
+#: stored one (EV-14: an optimization, never the truth).
+SNAPSHOT_EVERY = 10_000
+
+
+def fold_index(store: EventStore, where: str, *, save: bool) -> tuple[WriteIndex, int]:
+    """The write index of the log, and the last seq folded into it.
+
+    Starts from the stored index when its event is still in the log with the
+    same hash, and folds only the events after it; with ``save``, a long tail
+    is stored as the new index (a restarting collector then reads the tail of
+    a long log, not all of it).
+    """
+    index, start = _stored_index(store)
+    last = fold_tail(store, where, index, start)
+    if save and last - start + 1 >= SNAPSHOT_EVERY:
+        code = INDEX_CODE_VERSION
+        store.save_snapshot(last, store.hash_at(last) or b"", code, "", index.encode())
+    return index, last
+
+
+def _stored_index(store: EventStore) -> tuple[WriteIndex, int]:
+    found = store.load_snapshot(INDEX_CODE_VERSION, "")
+    if found is None or store.hash_at(found[0]) != found[1]:
+        return WriteIndex(), 1
+    try:
+        return WriteIndex.decode(found[2]), found[0] + 1
+    except msgspec.DecodeError:
+        return WriteIndex(), 1  # a damaged snapshot is ignored, never trusted
+
+
+def fold_tail(store: EventStore, where: str, index: WriteIndex, from_seq: int) -> int:
+    """Fold the index kinds from ``from_seq``; the last seq folded (or before)."""
+    last = from_seq - 1
+    for row in store.rows(from_seq, kinds=INDEX_KINDS):
+        index.apply(decode_row(row, path=where).body)
+        last = row.seq
+    return last
+
+
+class IndexKeeper:
+    """A writer's write index: folded at open, then kept in step with the log."""
+
+    #: Appended bodies kept unfolded at most; past this the index is folded
+    #: again from the log when next read, rather than holding them all.
+    max_unfolded = 4096
+
+    def __init__(
+        self,
+        store: EventStore,
+        where: str,
+        *,
+        shared: bool,
+        save: bool,
+        guard: threading.RLock,
+    ) -> None:
+        self._store = store
+        self._where = where
+        self._shared = shared
+        self._save = save
+        #: Held around appends and refolds: no append lands between a refold's
+        #: read of the log and its use, on any thread.
+        self.guard = guard
+        self._index, self._seq = fold_index(store, where, save=save)
+        # Bodies appended but not yet folded into the index: folded when the
+        # index is next read, so appends that nobody records after (operator
+        # actions, P-2's group commits) do not pay for it. Guarded, because
+        # appends may come from another thread than the one that records.
+        self._unfolded: list[Event] = []
+        self._unfolded_guard = threading.Lock()
+        self._stale = False
+
+    @property
+    def index(self) -> WriteIndex:
+        """The write index, with every appended body folded in."""
+        if self._unfolded or self._stale:
+            with self._unfolded_guard:
+                bodies, self._unfolded = self._unfolded, []
+                stale, self._stale = self._stale, False
+            if stale:
+                self._refold()  # the log's fold: always exact
+            else:
+                apply = self._index.apply
+                for body in bodies:
+                    apply(body)
+        return self._index
+
+    def follow(self, bodies: Sequence[Event]) -> None:
+        """Keep in step with ``bodies`` just appended (called under ``guard``)."""
+        if self._shared:
+            self.catch_up()  # others append too: fold the log itself (SC-4)
+            return
+        with self._unfolded_guard:
+            if self._stale or len(self._unfolded) + len(bodies) > self.max_unfolded:
+                self._stale = True  # many appends and no recording: refold later
+                self._unfolded = []
+            else:
+                self._unfolded.extend(bodies)
+
+    def catch_up(self) -> bool:
+        """Fold what other writers appended, now; whether anyone else appends."""
+        if not self._shared:
+            return False
+        with self.guard:
+            self._seq = fold_tail(self._store, self._where, self._index, self._seq + 1)
+        return True
+
+    def _refold(self) -> None:
+        with self.guard:
+            self._index, self._seq = fold_index(
+                self._store, self._where, save=self._save
+            )

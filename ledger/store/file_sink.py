@@ -1,0 +1,100 @@
+"""The write path of a run in a folder: rows into ``OUT`` and the sidecar, then events.
+
+Rows are written before their events (EV-12): appended in order, flushed and
+fsynced, then every event of the batch is appended in one SQLite transaction.
+A crash leaves at worst rows that the next writer's open records, never an
+event pointing at nothing. The files stay open for the writer's life.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO
+
+from ledger.errors import CorruptLedger, LedgerError
+from ledger.events import Event
+from ledger.store.port import EventRow, EventStore, NewEvent, Prepared, locate
+
+__all__ = ["FileSink"]
+
+
+class FileSink:
+    """Appends located rows to the run folder's files durably, then the events."""
+
+    def __init__(self, folder: Path, store: EventStore) -> None:
+        self.folder = folder
+        self._store = store
+        self._handles: dict[str, IO[bytes]] = {}
+        self._broken: str | None = None
+
+    def commit(
+        self,
+        ops: Sequence[Prepared],
+        *,
+        encode: Callable[[Event], NewEvent],
+        recorded_ends: Mapping[str, tuple[int, int]],
+        written: bool = False,
+    ) -> tuple[list[EventRow], list[Event]]:
+        """Locate the rows after the recorded ones, write them, append the events."""
+        if self._broken is not None:
+            raise LedgerError(self._broken)
+        # One writer owns the files (the run lock): where its index says each
+        # file's recorded rows end is where the next row goes.
+        ends = {file: list(end) for file, end in recorded_ends.items()}
+        bodies = locate(ops, ends)
+        if not written:
+            self._write_durably(ops, recorded_ends)
+        rows = self._store.append_many([encode(body) for body in bodies])
+        return rows, bodies
+
+    def _write_durably(
+        self, ops: Sequence[Prepared], recorded_ends: Mapping[str, tuple[int, int]]
+    ) -> None:
+        try:
+            self._write(ops, recorded_ends)
+        except OSError as exc:
+            self._broken = (
+                f"writing a row failed ({exc.strerror or exc}); this writer stops: "
+                "reopen the run to repair what was written"
+            )
+            raise LedgerError(self._broken) from exc
+
+    def _write(
+        self, ops: Sequence[Prepared], recorded_ends: Mapping[str, tuple[int, int]]
+    ) -> None:
+        # One write per file and batch (P-7): the rows of a file are located
+        # back to back, from where its recorded bytes end.
+        by_file: dict[str, list[bytes]] = {}
+        for op in ops:
+            if op.file is not None:
+                by_file.setdefault(op.file, []).append(op.data)
+        for file, rows in by_file.items():
+            handle = self._handle(file)
+            expected = recorded_ends.get(file, (0, 0))[0]
+            if handle.tell() != expected:
+                raise CorruptLedger(
+                    f"{file} is {handle.tell()} bytes, but its recorded rows end at "
+                    f"{expected}: another process wrote to it; run "
+                    "`rollout-ledger verify`",
+                    path=self.folder / file,
+                )
+            handle.write(b"".join(rows))
+        for file in by_file:
+            handle = self._handles[file]
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def _handle(self, file: str) -> IO[bytes]:
+        if file not in self._handles:
+            handle = open(self.folder / file, "ab")  # noqa: SIM115 - kept open
+            handle.seek(0, os.SEEK_END)
+            self._handles[file] = handle
+        return self._handles[file]
+
+    def close(self) -> None:
+        """Close the files (idempotent)."""
+        for handle in self._handles.values():
+            handle.close()
+        self._handles.clear()

@@ -1,0 +1,156 @@
+"""A run in a folder beside ``OUT``: its files, ``ledger.db`` and a ``flock``.
+
+The collector files keep NeMo Gym's names beside ``OUT``; the ledger's own live
+in ``<stem>_ledger/`` (architecture.md). Rows are written to their files before
+their events reach SQLite (:class:`ledger.store.file_sink.FileSink`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ledger.errors import ConfigError, CorruptLedger, StorageError
+from ledger.files import atomic_replace, fsync_dir
+from ledger.paths import RunPaths
+from ledger.store.file_lock import FileLock
+from ledger.store.file_sink import FileSink
+from ledger.store.materialize import MaterializedInputs
+from ledger.store.port import NewEvent, OpenRun
+from ledger.store.run_files import FolderFiles
+from ledger.store.sqlite import SQLiteStore
+
+__all__ = ["FolderHome"]
+
+
+@dataclass(frozen=True)
+class FolderHome:
+    """The home of the run whose output is ``OUT``, in ``OUT``'s folder."""
+
+    paths: RunPaths
+
+    @classmethod
+    def of(cls, out: Path | str) -> FolderHome:
+        """The home of the run at ``out``."""
+        return cls(RunPaths.of(out))
+
+    @property
+    def target(self) -> str:
+        """``OUT``'s absolute path."""
+        return str(self.paths.out)
+
+    @property
+    def where(self) -> str:
+        """``ledger.db``'s path."""
+        return str(self.paths.db)
+
+    @property
+    def folder(self) -> Path:
+        """``OUT``'s folder."""
+        return self.paths.folder
+
+    def refuse_existing(self) -> None:
+        """Refuse when the run's database, results or sidecar exist (CLI-2)."""
+        # A lock file alone does not count; the materialized inputs may exist
+        # from a create that died before its database (accepted when
+        # byte-identical, in create).
+        paths = self.paths
+        for path in (paths.db, paths.out, paths.sidecar):
+            if path.exists():
+                raise ConfigError(
+                    f"{path} exists: this run was started already; continue it with "
+                    "`rollout-ledger resume`, or bring an older run in with "
+                    "`rollout-ledger import`"
+                )
+
+    def create(
+        self, first: NewEvent, inputs: MaterializedInputs, *, journal_mode: str
+    ) -> None:
+        """Write the materialized inputs once, then ``ledger.db`` with ``first``."""
+        self._write_materialized(inputs)
+        self._build_database(first, journal_mode)
+
+    def _write_materialized(self, inputs: MaterializedInputs) -> None:
+        self.paths.ledger_dir.mkdir(parents=True, exist_ok=True)
+        target = self.paths.materialized
+        if target.exists():
+            # A create that died before its database left these bytes: accept
+            # them only when identical, never overwrite a collector's file.
+            if target.read_bytes() != inputs.data:
+                raise ConfigError(
+                    f"{target} exists with other rows; continue that run with "
+                    "`rollout-ledger resume` or `rollout-ledger import`",
+                    path=target,
+                )
+            return
+        atomic_replace(target, inputs.data)
+
+    def _build_database(self, first: NewEvent, journal_mode: str) -> None:
+        # The database appears under its name only once it holds run_created,
+        # so a create killed at any instant leaves either no run or a whole one.
+        db = self.paths.db
+        building = db.with_name(db.name + ".creating")
+        for leftover in (building, *_sidecars_of(building)):
+            leftover.unlink(missing_ok=True)  # a create that died; we hold the lock
+        store = SQLiteStore.create(building, journal_mode=journal_mode)
+        try:
+            store.append_many([first])
+        finally:
+            store.close()  # the last connection checkpoints and removes the WAL
+        try:
+            os.replace(building, db)
+            fsync_dir(self.paths.ledger_dir)
+        except OSError as exc:
+            raise StorageError(
+                f"could not create {db}: {exc.strerror}", path=db
+            ) from exc
+
+    def open(self, *, lock_held: bool) -> OpenRun:
+        """Open ``ledger.db``: read-write with the lock held, else read-only."""
+        self._refuse_files_without_ledger()
+        store = SQLiteStore.open(self.paths.db, writable=lock_held)
+        return OpenRun(
+            store=store,
+            files=FolderFiles(self.paths),
+            writable=lock_held,
+            shared_log=False,
+            folder=self.paths.folder,
+        )
+
+    def _refuse_files_without_ledger(self) -> None:
+        # REC-51: collector files with no ledger are an older run: import it.
+        paths = self.paths
+        if paths.db.exists():
+            return
+        found = [p for p in (paths.out, paths.sidecar) if p.exists()]
+        if found:
+            raise CorruptLedger(
+                f"{found[0]} exists but {paths.db} does not: this run was saved "
+                "without a ledger; bring it in with "
+                f"`rollout-ledger import {paths.out}`",
+                path=paths.db,
+            )
+
+    def check_opened(self, opened: OpenRun) -> None:
+        """REC-51: a ledger whose materialized inputs are missing cannot resume."""
+        if not self.paths.materialized.is_file():
+            raise CorruptLedger(
+                f"{self.paths.materialized} is missing; the run cannot be resumed "
+                "without its materialized inputs",
+                path=self.paths.materialized,
+            )
+
+    def sink(self, opened: OpenRun) -> FileSink:
+        """Rows into the folder's files, then their events into ``ledger.db``."""
+        return FileSink(self.paths.folder, opened.store)
+
+    def lock_part(self) -> FileLock:
+        """``flock`` on ``<stem>_ledger/run.lock``."""
+        return FileLock(self.paths.lock)
+
+
+def _sidecars_of(db: Path) -> tuple[Path, ...]:
+    return tuple(
+        db.with_name(db.name + suffix) for suffix in ("-wal", "-shm", "-journal")
+    )
