@@ -49,7 +49,7 @@ COLLECTOR = textwrap.dedent(
     """
     import asyncio, os, random, signal, sys
     from ledger import Ledger, RunLock
-    from ledger.run.recorder import Recorder
+    from ledger.store.file_sink import FileSink
     from ledger import RecoveryPolicy, RunManifest
     from projections import replan, resume
     from tests.test_kill_recorder import collection_rows
@@ -59,12 +59,12 @@ COLLECTOR = textwrap.dedent(
     rng = random.Random(seed)
     if rng.random() < 0.3:
         # Die between a row's write and its event, some of the time (EV-12).
-        write_rows = Recorder._write_rows
-        def dying(self, ops):
-            write_rows(self, ops)
+        write_rows = FileSink._write_durably
+        def dying(self, ops, ends):
+            write_rows(self, ops, ends)
             if rng.random() < 0.2:
                 os.kill(os.getpid(), signal.SIGKILL)
-        Recorder._write_rows = dying
+        FileSink._write_durably = dying
 
     async def one(rec, row):
         await rec.reserve(row)
