@@ -20,6 +20,7 @@ from ledger.postgres.url import (
     resolve_run,
 )
 from ledger.store.folder import FolderHome
+from ledger.store.memory import MemoryHome, is_memory_url
 from ledger.store.port import RunHome
 
 __all__ = ["home_for", "resolve_out"]
@@ -39,6 +40,8 @@ def resolve_out(
     if isinstance(text, os.PathLike):
         text = os.fspath(text)
     env = os.environ if environ is None else environ
+    if is_memory_url(text):
+        return text
     if is_postgres_url(text):
         return str(resolve_run(text))
     if (
@@ -71,9 +74,12 @@ def _run_in(folder: Path) -> Path:
 def home_for(out: Path | str) -> RunHome:
     """The home of the run ``out`` names: the one place a backend is chosen.
 
-    A ``postgresql://`` URL names a run on PostgreSQL (SC-1); anything else is
-    ``OUT``, a run in a folder.
+    A ``postgresql://`` URL names a run on PostgreSQL (SC-1), ``memory://NAME``
+    a run kept in this process (for tests); anything else is ``OUT``, a run in
+    a folder.
     """
+    if is_memory_url(out):
+        return MemoryHome.of(str(out))
     if isinstance(out, str) and is_postgres_url(out):
         require_postgres()
         from ledger.postgres.home import PostgresHome  # psycopg only when used
