@@ -15,14 +15,16 @@ from typing import Any
 import pytest
 
 from ledger import Clock, Ledger, LedgerError, LockHeld, RunLock, RunManifest
+from ledger.store.memory import forget_all
 from projections import check_complete, coverage, publish, replan, replay, verify
 from tests.conftest import input_rows
 
 
 @pytest.fixture
 def memory_url() -> Iterator[str]:
-    """A fresh run name in this process's memory."""
+    """A fresh run name in this process's memory, dropped afterwards."""
     yield f"memory://t-{uuid.uuid4().hex[:12]}"
+    forget_all()
 
 
 def collect(led: Ledger) -> int:
@@ -50,17 +52,17 @@ def manifest(rows: list[dict[str, Any]]) -> RunManifest:
 
 def run_once(out: Path | str) -> tuple[int, bytes]:
     rows = plain_rows()
-    with RunLock(out) as lock:
-        with Ledger.create(
-            out, manifest(rows), rows, lock=lock, clock=Clock(seed=7)
-        ) as led:
-            assert collect(led) == len(rows)
-            state = replay(led)
-            check_complete(state)  # raises unless every rollout is complete
-            assert coverage(state).decisions["complete"] == len(rows)
-            publish(led, state)  # coverage.json, as every command publishes it
-            assert verify(led) == []
-            return led.head()
+    with (
+        RunLock(out) as lock,
+        Ledger.create(out, manifest(rows), rows, lock=lock, clock=Clock(seed=7)) as led,
+    ):
+        assert collect(led) == len(rows)
+        state = replay(led)
+        check_complete(state)  # raises unless every rollout is complete
+        assert coverage(state).decisions["complete"] == len(rows)
+        publish(led, state)  # coverage.json, as every command publishes it
+        assert verify(led) == []
+        return led.head()
 
 
 def test_sc_6_a_memory_run_records_replays_and_verifies(memory_url: str) -> None:
