@@ -15,7 +15,9 @@ from ledger.errors import (
     LedgerError,
     LockHeld,
     RecoveryIncomplete,
+    Refused,
     RowError,
+    StorageError,
     UnknownEvent,
 )
 from ledger.files import atomic_replace, publish_json
@@ -79,10 +81,12 @@ __all__ = [
     "LockHeld",
     "RecoveryIncomplete",
     "RecoveryPolicy",
+    "Refused",
     "RowError",
     "RowFacts",
     "RunLock",
     "RunManifest",
+    "StorageError",
     "UnknownEvent",
     "applied_result_class",
     "atomic_replace",

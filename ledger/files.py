@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from ledger.errors import LedgerError
+from ledger.errors import StorageError
 
 __all__ = ["atomic_replace", "canonical_json", "fsync_dir", "publish_json"]
 
@@ -73,7 +73,9 @@ def atomic_replace(path: Path | str, data: bytes, mode: int | None = None) -> No
         fsync_dir(folder)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
-        raise LedgerError(f"could not write {target}: {exc.strerror or exc}") from exc
+        raise StorageError(
+            f"could not write {target}: {exc.strerror or exc}", path=target
+        ) from exc
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ledger import Ledger, LedgerError, RunLock
+from ledger import Ledger, Refused, RunLock
 from ledger.files import canonical_json
 from projections.coverage import coverage
 from projections.decide import Decision
@@ -69,7 +69,7 @@ def publish(
     """
     held = lock is not None and lock.held and lock.target == ledger.target
     if not ledger.writable and not held:
-        raise LedgerError("publishing needs the run lock; a reader never writes")
+        raise Refused("publishing needs the run lock; a reader never writes")
     # ID-32: the identity first, so a crash between the two leaves a pair whose
     # digests disagree, which ID-33 ignores.
     # The JSON files are canonical_json, the bytes publish_json writes (EV-31).

@@ -100,7 +100,7 @@ def test_sc_1_a_run_is_created_and_opened_by_its_url(pg_run: PgRun) -> None:
     coordinator, worker = pg_run.coordinator(), pg_run.worker()
     assert (coordinator.role, worker.role) == ("writer", "worker")
     for led in (coordinator, worker):
-        assert led.on_postgres
+        assert led.folder is None  # kept in the store (SC-2)
         assert led.target == led.where == pg_run.url
         assert led.run_created().max_rollout_attempts >= 1
         assert [e.kind for e in led.events()] == ["run_created"]
@@ -381,7 +381,7 @@ def test_sc_5_export_files_gives_a_sqlite_run_with_the_same_head_that_verifies(
     assert paths.db.is_file()
     assert not paths.db.is_symlink()
     with Ledger.open(paths.out) as copy:
-        assert not copy.on_postgres
+        assert copy.folder is not None
         assert copy.head() == coordinator.head()
         assert verify(copy) == []
         assert list(selected_results(copy, replay(copy))) == list(
@@ -403,7 +403,7 @@ def test_sc_5_import_into_store_of_a_file_based_run_keeps_its_head(
             assert import_into_store(source, url) == head
             expected = list(selected_results(source, replay(source)))
         with Ledger.open(url) as imported:
-            assert imported.on_postgres
+            assert imported.folder is None
             assert imported.head() == head
             assert verify(imported) == []
             assert list(selected_results(imported, replay(imported))) == expected

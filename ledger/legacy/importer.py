@@ -23,7 +23,13 @@ import msgspec
 from pydantic import ValidationError
 
 from ledger.clock import Clock
-from ledger.errors import ConfigError, CorruptLedger, LedgerError, RowError
+from ledger.errors import (
+    ConfigError,
+    CorruptLedger,
+    Refused,
+    RowError,
+    StorageError,
+)
 from ledger.events import (
     ZERO_HASH,
     Event,
@@ -127,9 +133,7 @@ def import_legacy_run(
 
 def _require_lock(lock: RunLock, paths: RunPaths) -> None:
     if not lock.held or lock.paths.out != paths.out:
-        raise LedgerError(
-            f"importing {paths.out} needs its held RunLock; acquire it first"
-        )
+        raise Refused(f"importing {paths.out} needs its held RunLock; acquire it first")
 
 
 class _Options(NamedTuple):
@@ -361,7 +365,9 @@ def _write(
         os.replace(building, paths.db)
         fsync_dir(paths.ledger_dir)
     except OSError as exc:
-        raise LedgerError(f"could not create {paths.db}: {exc.strerror}") from exc
+        raise StorageError(
+            f"could not create {paths.db}: {exc.strerror}", path=paths.db
+        ) from exc
     manifest.write(paths.manifest)  # ID-32: an imported run has no identity
     return rows
 

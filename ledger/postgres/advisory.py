@@ -19,7 +19,7 @@ from typing import Any
 
 import psycopg
 
-from ledger.errors import LedgerError, LockHeld
+from ledger.errors import LockHeld, Refused
 from ledger.postgres.schema import LOCK_NAMESPACE, SCHEMA, translate
 
 __all__ = ["AdvisoryRunLock", "acquire_run_lock", "current_holder", "run_lock_key"]
@@ -102,7 +102,7 @@ def acquire_run_lock(conn: psycopg.Connection[Any], run: str) -> AdvisoryRunLock
     """
     where = _where(conn, run)
     if not conn.autocommit:
-        raise LedgerError(f"{where}: the run lock needs an autocommit connection")
+        raise Refused(f"{where}: the run lock needs an autocommit connection")
     key = run_lock_key(run)
     try:
         with conn.cursor() as cur:

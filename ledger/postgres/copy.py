@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from ledger.errors import ConfigError, CorruptLedger, LedgerError
+from ledger.errors import ConfigError, CorruptLedger, StorageError
 from ledger.events import Location
 from ledger.files import atomic_replace, fsync_dir
 from ledger.paths import RunPaths
@@ -106,7 +106,9 @@ def export_files(source: Ledger, folder: Path | str) -> RunPaths:
             if data is not None:
                 atomic_replace(paths.ledger_dir / name, data)
     except OSError as exc:
-        raise LedgerError(f"could not write into {folder}: {exc.strerror}") from exc
+        raise StorageError(
+            f"could not write into {folder}: {exc.strerror}", path=folder
+        ) from exc
     _write_ledger(source, paths, head)
     return paths
 
@@ -149,7 +151,9 @@ def _write_ledger(source: Ledger, paths: RunPaths, head: tuple[int, bytes]) -> N
         os.replace(building, paths.db)
         fsync_dir(paths.ledger_dir)
     except OSError as exc:
-        raise LedgerError(f"could not create {paths.db}: {exc.strerror}") from exc
+        raise StorageError(
+            f"could not create {paths.db}: {exc.strerror}", path=paths.db
+        ) from exc
 
 
 # -- into PostgreSQL --------------------------------------------------------------

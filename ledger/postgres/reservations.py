@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 import psycopg
 
-from ledger.errors import ConfigError, LedgerError
+from ledger.errors import ConfigError, Refused
 from ledger.events import AttemptReserved, AttemptsReleased
 from ledger.postgres.schema import SCHEMA
 from ledger.store.port import EventRow
@@ -147,7 +147,7 @@ def _decode(decoder: msgspec.json.Decoder[Any], row: EventRow, where: str) -> An
     try:
         return decoder.decode(row.body)
     except msgspec.DecodeError as exc:
-        raise LedgerError(
+        raise Refused(
             f"{where}: refusing to append a {row.kind} event whose body does not "
             f"decode: {exc}"
         ) from exc

@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 from psycopg import errors as pg_errors
 
-from ledger.errors import CorruptLedger, LedgerError
+from ledger.errors import CorruptLedger, LedgerError, Refused, StorageError
 
 __all__ = ["LOCK_NAMESPACE", "MIGRATIONS", "PG_SCHEMA_VERSION", "SCHEMA", "migrate"]
 
@@ -178,20 +178,23 @@ def translate(exc: psycopg.Error, where: str, doing: str) -> LedgerError:
             path=where,
         )
     if isinstance(exc, pg_errors.ReadOnlySqlTransaction):
-        return LedgerError(
+        return Refused(
             f"{where} is open read-only (while {doing}); open it as a writer"
         )
     if isinstance(exc, psycopg.InterfaceError):
-        return LedgerError(f"{where}: {exc} (while {doing}); open the run again")
+        return StorageError(
+            f"{where}: {exc} (while {doing}); open the run again", path=where
+        )
     if isinstance(
         exc,
         psycopg.OperationalError
         | pg_errors.SerializationFailure
         | pg_errors.DeadlockDetected,
     ):
-        return LedgerError(
+        return StorageError(
             f"{where}: PostgreSQL is unavailable or busy while {doing}: "
-            f"{_first_line(exc)}; check the server and try again"
+            f"{_first_line(exc)}; check the server and try again",
+            path=where,
         )
     return CorruptLedger(
         f"{where}: PostgreSQL error while {doing}: {_first_line(exc)}", path=where

@@ -20,7 +20,12 @@ from typing import Any, NamedTuple
 import psycopg
 from psycopg.pq import TransactionStatus
 
-from ledger.errors import ConcurrencyConflict, ConfigError, CorruptLedger, LedgerError
+from ledger.errors import (
+    ConcurrencyConflict,
+    ConfigError,
+    CorruptLedger,
+    Refused,
+)
 from ledger.postgres.advisory import AdvisoryRunLock, acquire_run_lock, current_holder
 from ledger.postgres.files import StoreFilesMixin, read_file_ends, write_file_ends
 from ledger.postgres.reading import COLUMNS, StoredRow, StoreReadingMixin
@@ -240,7 +245,7 @@ class PostgresStore(StoreReadingMixin, StoreFilesMixin):
         that has no row; the rows commit with their events or not at all.
         """
         if not self.writable:
-            raise LedgerError(
+            raise Refused(
                 f"{self.path} is open read-only; open it as a writer to append"
             )
         with self.transaction():
@@ -257,12 +262,12 @@ class PostgresStore(StoreReadingMixin, StoreFilesMixin):
     ) -> list[EventRow]:
         """Append inside a transaction the caller already holds."""
         if rows and len(rows) != len(events):
-            raise LedgerError(
+            raise Refused(
                 f"{len(rows)} rows for {len(events)} events: give one per event "
                 "(None for an event without a row)"
             )
         if self._conn.info.transaction_status != TransactionStatus.INTRANS:
-            raise LedgerError("append_in_transaction needs the store's transaction()")
+            raise Refused("append_in_transaction needs the store's transaction()")
         with self._guard("appending"), self._conn.cursor() as cur:
             head = self._lock_head(cur)
             return self._append_locked(cur, head, events, rows, expected_seq)
@@ -278,7 +283,7 @@ class PostgresStore(StoreReadingMixin, StoreFilesMixin):
         events and their rows; both commit with the advanced ends, or nothing.
         """
         if not self.writable:
-            raise LedgerError(
+            raise Refused(
                 f"{self.path} is open read-only; open it as a writer to append"
             )
         with self.transaction(), self._guard("appending"), self._conn.cursor() as cur:

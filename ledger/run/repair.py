@@ -17,7 +17,12 @@ from pathlib import Path
 
 import msgspec
 
-from ledger.errors import CorruptLedger, IdentityMismatch, LedgerError
+from ledger.errors import (
+    CorruptLedger,
+    IdentityMismatch,
+    LedgerError,
+    StorageError,
+)
 from ledger.events import TailRepaired
 from ledger.files import atomic_replace, fsync_dir
 from ledger.paths import RunPaths
@@ -191,8 +196,9 @@ def _cut_torn_tail(paths: RunPaths, found: Unrecorded) -> TailRepaired:
             os.fsync(handle.fileno())
         fsync_dir(paths.folder)
     except OSError as exc:
-        raise LedgerError(
-            f"could not cut the torn line of {found.file}: {exc}"
+        raise StorageError(
+            f"could not cut the torn line of {found.file}: {exc}",
+            path=paths.folder / found.file,
         ) from exc
     return TailRepaired(
         file=found.file,

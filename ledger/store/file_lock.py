@@ -16,7 +16,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ledger.errors import LedgerError, LockHeld
+from ledger.errors import LockHeld, StorageError
 
 __all__ = ["FileLock"]
 
@@ -33,12 +33,12 @@ def _open_lock_file(path: Path) -> int:
         return os.open(path, flags, 0o666)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise LedgerError(
+            raise StorageError(
                 f"the run lock {path} is a symbolic link; remove it (rollout-ledger "
                 "never follows a link in place of its lock file)"
             ) from exc
-        raise LedgerError(
-            f"could not open the run lock {path}: {exc.strerror}"
+        raise StorageError(
+            f"could not open the run lock {path}: {exc.strerror}", path=path
         ) from exc
 
 
@@ -95,7 +95,7 @@ class FileLock:
             except BlockingIOError:
                 raise LockHeld(self.path, holder=_read_holder(fd)) from None
             except OSError as exc:
-                raise LedgerError(
+                raise StorageError(
                     f"could not lock {self.path}: {exc.strerror}; the filesystem "
                     "may not support flock (run `rollout-ledger doctor OUT`)"
                 ) from exc
@@ -134,4 +134,6 @@ def _make_folder(folder: Path) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise LedgerError(f"could not create {folder}: {exc.strerror}") from exc
+        raise StorageError(
+            f"could not create {folder}: {exc.strerror}", path=folder
+        ) from exc

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from ledger.errors import CorruptLedger, LedgerError
+from ledger.errors import CorruptLedger, StorageError
 from ledger.events import Event
 from ledger.store.port import EventRow, EventStore, NewEvent, Prepared, locate
 
@@ -39,7 +39,7 @@ class FileSink:
     ) -> tuple[list[EventRow], list[Event]]:
         """Locate the rows after the recorded ones, write them, append the events."""
         if self._broken is not None:
-            raise LedgerError(self._broken)
+            raise StorageError(self._broken, path=self.folder)
         # One writer owns the files (the run lock): where its index says each
         # file's recorded rows end is where the next row goes.
         ends = {file: list(end) for file, end in recorded_ends.items()}
@@ -59,7 +59,7 @@ class FileSink:
                 f"writing a row failed ({exc.strerror or exc}); this writer stops: "
                 "reopen the run to repair what was written"
             )
-            raise LedgerError(self._broken) from exc
+            raise StorageError(self._broken, path=self.folder) from exc
 
     def _write(
         self, ops: Sequence[Prepared], recorded_ends: Mapping[str, tuple[int, int]]

@@ -14,7 +14,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ledger.errors import ConcurrencyConflict, CorruptLedger, LedgerError
+from ledger.errors import (
+    ConcurrencyConflict,
+    ConfigError,
+    CorruptLedger,
+    Refused,
+)
 from ledger.events import ZERO_HASH
 from ledger.store.chain import chained_rows
 from ledger.store.port import EventRow, NewEvent
@@ -63,11 +68,12 @@ class SQLiteStore:
     def create(cls, path: Path, *, journal_mode: str = "wal") -> SQLiteStore:
         """Create a new database at ``path`` (which must not exist) with the schema."""
         if journal_mode not in ("wal", "delete"):
-            raise LedgerError(
-                f"journal mode must be 'wal' or 'delete', not {journal_mode!r}"
+            raise ConfigError(
+                f"journal mode must be 'wal' or 'delete', not {journal_mode!r}",
+                key="journal_mode",
             )
         if path.exists():
-            raise LedgerError(f"{path} exists already")
+            raise Refused(f"{path} exists already")
         store = cls._connect(path, writable=True)
         with store._guard("creating the schema"):
             store._conn.execute(f"PRAGMA journal_mode={journal_mode}")
@@ -205,9 +211,7 @@ class SQLiteStore:
         compared with the log's own head.
         """
         if not self.writable:
-            raise LedgerError(
-                f"{self.path} is open read-only; appends need the run lock"
-            )
+            raise Refused(f"{self.path} is open read-only; appends need the run lock")
         conn = self._conn
         head = self._head
         while True:

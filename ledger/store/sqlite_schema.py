@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ledger.errors import CorruptLedger, LedgerError
+from ledger.errors import CorruptLedger, LedgerError, StorageError
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -65,9 +65,13 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 def translate(exc: sqlite3.Error, path: Path, doing: str) -> LedgerError:
     if isinstance(exc, sqlite3.ProgrammingError):
-        return LedgerError(f"{path}: {exc} (while {doing}); open the run again")
+        return StorageError(
+            f"{path}: {exc} (while {doing}); open the run again", path=path
+        )
     if isinstance(exc, sqlite3.DatabaseError) and "not a database" in str(exc):
         return CorruptLedger(f"{path} is not an SQLite database ({exc})", path=path)
     if "locked" in str(exc) or "busy" in str(exc):
-        return LedgerError(f"{path} is busy while {doing}: {exc}; try again")
+        return StorageError(
+            f"{path} is busy while {doing}: {exc}; try again", path=path
+        )
     return CorruptLedger(f"{path}: SQLite error while {doing}: {exc}", path=path)
