@@ -106,7 +106,7 @@ def test_sc_1_a_run_is_created_and_opened_by_its_url(pg_run: PgRun) -> None:
         assert [e.kind for e in led.events()] == ["run_created"]
         assert led.head() == coordinator.head()
     assert worker.files.read_published("manifest.json") is not None
-    with pytest.raises(LedgerError, match="on PostgreSQL"):
+    with pytest.raises(LedgerError, match="export --files"):
         _ = worker.paths
 
 
