@@ -14,7 +14,7 @@ import pytest
 from pydantic import ValidationError
 
 from ledger.clock import Clock
-from ledger.errors import ConfigError, CorruptLedger, IdentityMismatch
+from ledger.errors import ConfigError, CorruptLedger
 from ledger.events import RunCreated
 from ledger.identity import registries
 from ledger.identity.digest import config_identity, identity_digest
@@ -22,7 +22,6 @@ from ledger.identity.forms import added_at_default, restored_null_defaults
 from ledger.identity.manifest import RunManifest, materialized_digest
 from ledger.jsonl import encode_rows
 from ledger.policy.attempts_cap import max_rollout_attempts
-from ledger.row_identity import check_row_identity
 from tests.test_identity import changed, nemo_configuration
 
 FIELDS = [
@@ -485,38 +484,6 @@ def test_id_31_unredacted_forms_are_computed_only_when_asked(
     assert calls == [False]
     manifest.matches_config("c" * 64)
     assert calls == [False]
-
-
-# --- ID-40: saved rows of another run -------------------------------------------------
-
-KEYS = {(0, 0), (0, 1), (1, 0)}
-
-
-@pytest.mark.parametrize(
-    ("row", "refused"),
-    [
-        ({"_ng_task_index": 0, "_ng_rollout_index": 1, "_ng_run_id": "run-a"}, None),
-        ({"_ng_task_index": 1, "_ng_rollout_index": 0}, None),
-        ({"_ng_task_index": 0, "_ng_rollout_index": 0, "_ng_run_id": "run-b"}, "run-b"),
-        (
-            {"_ng_task_index": 7, "_ng_rollout_index": 0, "_ng_run_id": "run-a"},
-            "task 7",
-        ),
-        ({"_ng_task_index": "0", "_ng_rollout_index": 0}, "no valid key"),
-        ({"_ng_task_index": True, "_ng_rollout_index": 0}, "no valid key"),
-    ],
-)
-def test_id_40_rows_that_do_not_verify_are_refused(
-    row: dict[str, Any], refused: str | None
-) -> None:
-    """ID-40: a foreign _ng_run_id or an unknown key; older rows by key alone."""
-    if refused is None:
-        check_row_identity(row, run_id="run-a", keys=KEYS, path="out.jsonl", line=3)
-        return
-    with pytest.raises(IdentityMismatch, match=refused) as info:
-        check_row_identity(row, run_id="run-a", keys=KEYS, path="out.jsonl", line=3)
-    assert (info.value.path, info.value.line) == ("out.jsonl", 3)
-    assert "out.jsonl, line 3" in str(info.value)
 
 
 # --- REC-10: the attempt cap ----------------------------------------------------------

@@ -215,11 +215,6 @@ class StoreFilesMixin:
         with self._guard("reading a file"):
             yield from file_pieces(self._conn, self.run, file)
 
-    def file_ends(self) -> dict[str, list[int]]:
-        """``{file: [end offset, lines]}`` as the last append left them."""
-        with self._guard("reading file ends"), self._conn.cursor() as cur:
-            return read_file_ends(cur, self.run)
-
     def set_file_ends(self, ends: dict[str, list[int]]) -> None:
         """Store the files' ends (an import, inside its transaction)."""
         with self._guard("storing file ends"), self._conn.cursor() as cur:

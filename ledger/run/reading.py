@@ -62,12 +62,6 @@ class LogReader:
         for row in self._store.rows(from_seq, kinds=kinds):
             yield decode_row(row, path=db)
 
-    def events_at(self, seqs: Sequence[int]) -> Iterator[StoredEvent]:
-        """The stored events of ``seqs`` (those that exist), in ``seq`` order."""
-        db = self.where
-        for row in self.raw_events_at(seqs):
-            yield decode_row(row, path=db)
-
     def raw_events_at(self, seqs: Sequence[int]) -> Iterator[EventRow]:
         """The stored rows of ``seqs`` (those that exist), undecoded, by ``seq``."""
         return self._store.rows_at(seqs)
