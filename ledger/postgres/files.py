@@ -11,15 +11,18 @@ is how ``export --files`` rebuilds it byte for byte.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 
 from ledger.postgres.schema import SCHEMA
+from ledger.store.port import EventRow
 
 __all__ = [
+    "NewRow",
     "StoreFilesMixin",
     "file_pieces",
     "pieces_at",
@@ -73,6 +76,40 @@ def pieces_at(
         for position, data in cur.execute(_PIECES_AT, params).fetchall():
             found[int(position) - 1] = bytes(data)
     return found
+
+
+class NewRow(NamedTuple):
+    """An outcome row's bytes and where a file-based run holds them (SC-2)."""
+
+    file: str
+    offset: int
+    data: bytes
+
+
+_INSERT_ROW = (
+    f'INSERT INTO {SCHEMA}.rows (run, seq, file, "offset", sha256, data) '
+    "VALUES (%s, %s, %s, %s, %s, %b)"
+)
+
+
+def insert_rows(
+    cur: psycopg.Cursor[Any],
+    run: str,
+    chained: Sequence[EventRow],
+    rows: Sequence[NewRow | None],
+) -> None:
+    """Store each outcome row with its event's seq, in the appending transaction."""
+    params = [
+        (run, event.seq, row.file, row.offset, _sha256(row.data), row.data)
+        for event, row in zip(chained, rows, strict=False)
+        if row is not None
+    ]
+    if params:
+        cur.executemany(_INSERT_ROW, params)
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def read_file_ends(cur: psycopg.Cursor[Any], run: str) -> dict[str, list[int]]:

@@ -12,10 +12,9 @@ Every ``psycopg`` error is translated into a ledger error at this boundary.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import Any
 
 import psycopg
 from psycopg.pq import TransactionStatus
@@ -27,7 +26,13 @@ from ledger.errors import (
     Refused,
 )
 from ledger.postgres.advisory import AdvisoryRunLock, acquire_run_lock, current_holder
-from ledger.postgres.files import StoreFilesMixin, read_file_ends, write_file_ends
+from ledger.postgres.files import (
+    NewRow,
+    StoreFilesMixin,
+    insert_rows,
+    read_file_ends,
+    write_file_ends,
+)
 from ledger.postgres.reading import COLUMNS, StoredRow, StoreReadingMixin
 from ledger.postgres.reservations import apply_attempt_changes, attempt_changes
 from ledger.postgres.schema import PACKAGE_VERSION, PG_SCHEMA_VERSION, SCHEMA, migrate
@@ -50,18 +55,6 @@ _INSERT_EVENT = (
     f"INSERT INTO {SCHEMA}.events (run, {_COLUMNS}) "
     "VALUES (%s, %s, %s, %s, %s, %b, %b, %b)"
 )
-_INSERT_ROW = (
-    f'INSERT INTO {SCHEMA}.rows (run, seq, file, "offset", sha256, data) '
-    "VALUES (%s, %s, %s, %s, %s, %b)"
-)
-
-
-class NewRow(NamedTuple):
-    """An outcome row's bytes and where a file-based run holds them (SC-2)."""
-
-    file: str
-    offset: int
-    data: bytes
 
 
 #: ``append_built``'s callback: the files' ends in, events and their rows out.
@@ -310,7 +303,7 @@ class PostgresStore(StoreReadingMixin, StoreFilesMixin):
         apply_attempt_changes(cur, self.run, changes, where=self.path)
         if chained:
             cur.executemany(_INSERT_EVENT, [(self.run, *row) for row in chained])
-            self._insert_rows(cur, chained, rows)
+            insert_rows(cur, self.run, chained, rows)
             cur.execute(
                 f"UPDATE {SCHEMA}.runs SET head_seq = %s, head_hash = %b, "
                 "release_epoch = %s WHERE run = %s",
@@ -331,20 +324,6 @@ class PostgresStore(StoreReadingMixin, StoreFilesMixin):
                 path=self.path,
             )
         return int(found[0]), bytes(found[1]), int(found[2])
-
-    def _insert_rows(
-        self,
-        cur: psycopg.Cursor[Any],
-        chained: Sequence[EventRow],
-        rows: Sequence[NewRow | None],
-    ) -> None:
-        params = [
-            (self.run, event.seq, row.file, row.offset, _sha256(row.data), row.data)
-            for event, row in zip(chained, rows, strict=False)
-            if row is not None
-        ]
-        if params:
-            cur.executemany(_INSERT_ROW, params)
 
     def save_snapshot(
         self,
@@ -402,7 +381,3 @@ class PostgresStore(StoreReadingMixin, StoreFilesMixin):
 
 def _as_url(url: RunUrl | str) -> RunUrl:
     return url if isinstance(url, RunUrl) else RunUrl.parse(url)
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
