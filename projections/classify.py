@@ -10,7 +10,7 @@ from __future__ import annotations
 from ledger import facts_rules
 from ledger.policy.model import RecoveryPolicy
 from ledger.rows.facts import RowFacts
-from ledger.rows.failure_kinds import kind_is
+from ledger.rows.failure_kinds import kind_info, kind_is
 
 __all__ = ["BRANCHES", "CODES", "OMISSION", "Branch", "classify", "is_terminal_failure"]
 
@@ -18,7 +18,6 @@ __all__ = ["BRANCHES", "CODES", "OMISSION", "Branch", "classify", "is_terminal_f
 #   "complete", "held", "terminal", "free" (a free retry), "retry" (counted,
 #   retry), "rejudge" (counted, re-judge), "infra" (4d/5c: counted, retry; at
 #   the cap infra_cut or exhausted).
-_LIFECYCLE_KINDS = ("cancelled", "shutdown", "kill_shaped")
 
 
 class Branch(tuple[str, str, str, bool, bool]):
@@ -94,8 +93,11 @@ def is_terminal_failure(facts: RowFacts, policy: RecoveryPolicy) -> bool:
     """REC-14, REC-15: stamped terminal, unless an opted-in timeout."""
     if not facts.terminal:
         return False
-    timeout = kind_is(facts.selected_kind, "agent_timeout")
-    # REC-15 never reopens skipped or an omission (5a, a final timeout, comes first).
+    # The agent's own deadline, as the failure-kind table marks it.
+    info = kind_info(facts.selected_kind)
+    timeout = info is not None and info.agent_deadline
+    # REC-15 never reopens skipped (a producer class, not a registered kind) or
+    # an omission (5a, a final timeout, comes first).
     skipped = kind_is(facts.selected_kind, "skipped") or facts.omitted
     return not (policy.retry_terminal_timeouts and timeout and not skipped)
 
@@ -137,7 +139,7 @@ def _failure(facts: RowFacts, policy: RecoveryPolicy) -> Branch:
         return _5C
     if facts_rules.has_recorded_grade(facts, policy):
         return _5D
-    if kind_is(facts.selected_kind, *_LIFECYCLE_KINDS) and not facts.keeps_saved_answer:
+    if _free_lifecycle(facts):
         return _5E
     delivery = facts_rules.route_failure(facts)
     if delivery is not None:
@@ -149,6 +151,14 @@ def _failure(facts: RowFacts, policy: RecoveryPolicy) -> Branch:
     if facts.keeps_saved_answer:
         return _kept_answer(facts, policy)
     return _5I
+
+
+def _free_lifecycle(facts: RowFacts) -> bool:
+    # REC-4: the collector's own lifecycle ended the attempt and kept no answer;
+    # which kinds are lifecycle kinds is the failure-kind table's to say.
+    info = kind_info(facts.selected_kind)
+    lifecycle = info is not None and info.lifecycle
+    return lifecycle and not facts.keeps_saved_answer
 
 
 def classify(facts: RowFacts, policy: RecoveryPolicy) -> Branch:

@@ -25,11 +25,15 @@ from pydantic import (
     field_validator,
 )
 
-from ledger.rows.failure_kinds import Side, canonical_kind, is_namespaced, is_registered
+from ledger.rows.failure_kinds import (
+    DEFAULT_REGRADE_KINDS,
+    Side,
+    canonical_kind,
+    is_namespaced,
+    is_registered,
+)
 
 __all__ = ["DEFAULT_POLICY", "FrozenSides", "RecoveryPolicy"]
-
-_DEFAULT_REGRADE_KINDS: Final = ("judge_failed", "judge_unparseable")
 
 
 class FrozenSides(Mapping[str, Side]):
@@ -78,8 +82,9 @@ class RecoveryPolicy(BaseModel):
     fault_share: Annotated[float, Strict(), Field(gt=0, le=1)] = 0.5
     #: ROW-34: move a registered kind to the other side.
     side_overrides: Mapping[StrictStr, Side] = Field(default_factory=FrozenSides)
-    #: ROW-40, ROW-43, REC-20: kinds whose saved answer is graded again.
-    regrade_kinds: tuple[StrictStr, ...] = _DEFAULT_REGRADE_KINDS
+    #: ROW-40, ROW-43, REC-20: kinds whose saved answer is graded again; by
+    #: default the kinds the failure-kind table marks regraded by default.
+    regrade_kinds: tuple[StrictStr, ...] = DEFAULT_REGRADE_KINDS
     #: REC-15: stamped-terminal timeouts keep the normal retry policy.
     retry_terminal_timeouts: StrictBool = False
     #: REC-4: free attempts after which a free retry is `exhausted`.

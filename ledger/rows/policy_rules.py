@@ -14,9 +14,9 @@ from ledger.policy.model import DEFAULT_POLICY, RecoveryPolicy
 from ledger.rows.facts import CallFacts, Delivery, FailureEventFacts, RowFacts
 from ledger.rows.failure_kinds import (
     Side,
-    canonical_kind,
     is_registered,
     is_transport_kind,
+    kind_info,
     kind_is,
     side,
 )
@@ -40,8 +40,8 @@ __all__ = [
 
 # ROW-31: evidence that is material in time; timeouts, cancellations and
 # truncated streams never are (a slow model is not time spent on our side).
+# Which kinds are material is the failure-kind table's `material_in_time`.
 _MATERIAL_CATEGORIES: Final = frozenset({"upstream_error", "connection", "rate_limit"})
-_NON_MATERIAL_KINDS: Final = ("transport_timeout", "cancelled")
 # ROW-33: who may own a sandbox-or-tool fault, and the agent's execution window.
 _FAULT_SOURCES: Final = frozenset({"sandbox", "session", "provider", "tool_server"})
 _WINDOW_STAGES: Final = frozenset({"admission", "seed", "agent"})
@@ -87,7 +87,9 @@ def _material_status(status: int | None) -> bool:
 
 
 def _material_event(event: FailureEventFacts, policy: RecoveryPolicy) -> bool:
-    if kind_is(event.kind, *_NON_MATERIAL_KINDS):
+    # An unregistered kind has no side, so it is never material either.
+    info = kind_info(event.kind)
+    if info is None or not info.material_in_time:
         return False
     return side(event.kind, event.stage, policy=policy) == "evaluation"
 
@@ -131,11 +133,12 @@ def faults_own_window(facts: RowFacts, policy: RecoveryPolicy | None = None) -> 
 
 
 def _fault_family(event: FailureEventFacts) -> bool:
-    kind = canonical_kind(event.kind) or ""
-    family = kind.startswith(("provider_", "session_"))
-    return (
-        event.source in _FAULT_SOURCES or family or kind == "environment_server_failed"
-    )
+    # The kind's family matters only for registered kinds: any other kind has
+    # no side, and sandbox_or_tool_fault also asks for an evaluation-side kind.
+    if event.source in _FAULT_SOURCES:
+        return True
+    info = kind_info(event.kind)
+    return info is not None and info.sandbox_family
 
 
 def sandbox_or_tool_fault(
@@ -159,11 +162,18 @@ def sandbox_or_tool_fault(
     )
 
 
+def _agent_deadline(facts: RowFacts) -> bool:
+    # ROW-35, ROW-36: the selected kind says the agent ran out of its deadline
+    # (`agent_timeout`, or its alias `timeout_exceeded`).
+    info = kind_info(facts.selected_kind)
+    return info is not None and info.agent_deadline
+
+
 def is_infrastructure_agent_timeout(
     facts: RowFacts, policy: RecoveryPolicy | None = None
 ) -> bool:
     """Whether an ``agent_timeout`` row's window held a server-side fault (ROW-35)."""
-    return kind_is(facts.selected_kind, "agent_timeout") and (
+    return _agent_deadline(facts) and (
         sandbox_or_tool_fault(facts, policy) or faults_own_window(facts, policy)
     )
 
@@ -173,7 +183,7 @@ def is_final_agent_timeout(
 ) -> bool:
     """Whether the agent ran out of its own deadline and kept its answer (ROW-36)."""
     return (
-        kind_is(facts.selected_kind, "agent_timeout")
+        _agent_deadline(facts)
         and facts.keeps_saved_answer
         and not is_infrastructure_agent_timeout(facts, policy)
     )
@@ -187,7 +197,8 @@ def route_failure(facts: RowFacts) -> Delivery | None:
         and facts.record_source == "collector"
         and facts.stage != "verification"
     )
-    if kind_is(kind, "agent_request_failed") or collector_transport:
+    info = kind_info(kind)
+    if (info is not None and info.route) or collector_transport:
         return facts.delivery or "possibly_delivered"
     return None
 
