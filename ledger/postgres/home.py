@@ -27,8 +27,15 @@ from ledger.postgres.schema import migrate, translate
 from ledger.postgres.store import NewRow, PostgresStore
 from ledger.postgres.url import RunUrl
 from ledger.store.materialize import MaterializedInputs
-from ledger.store.port import EventRow, NewEvent, OpenRun, Prepared, RowReader, locate
-from ledger.store.run_files import RunNames
+from ledger.store.port import (
+    EventRow,
+    NewEvent,
+    OpenRun,
+    Prepared,
+    RowReader,
+    RunNames,
+    locate,
+)
 
 __all__ = ["AdvisoryLock", "PostgresHome", "StoreFiles", "StoreSink"]
 

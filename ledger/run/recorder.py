@@ -35,8 +35,7 @@ from ledger.rows.kinds import row_route, selected_failure_kind
 from ledger.rows.values import is_mapping
 from ledger.run.write_index import Attempt, WriteIndex
 from ledger.run.writer import Writer
-from ledger.store.port import MakeEvent, Prepared
-from ledger.store.run_files import RunNames
+from ledger.store.port import MakeEvent, Prepared, RunNames
 
 __all__ = ["Prepared", "Recorder", "Staged"]
 

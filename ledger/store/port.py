@@ -21,7 +21,6 @@ from ledger.events import Event, Location
 
 if TYPE_CHECKING:
     from ledger.store.materialize import MaterializedInputs
-    from ledger.store.run_files import RunNames
 
 __all__ = [
     "EventRow",
@@ -35,8 +34,31 @@ __all__ = [
     "RowSink",
     "RunFiles",
     "RunHome",
+    "RunNames",
     "locate",
 ]
+
+
+@dataclass(frozen=True)
+class RunNames:
+    """The file names of a run, derived from its stem as NeMo Gym derives them."""
+
+    stem: str
+
+    @property
+    def out(self) -> str:
+        """The results file."""
+        return f"{self.stem}.jsonl"
+
+    @property
+    def sidecar(self) -> str:
+        """The failure rows and omission stand-ins."""
+        return f"{self.stem}_failures.jsonl"
+
+    @property
+    def materialized(self) -> str:
+        """The materialized inputs."""
+        return f"{self.stem}_materialized_inputs.jsonl"
 
 
 class NewEvent(NamedTuple):

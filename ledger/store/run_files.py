@@ -17,33 +17,11 @@ from typing import IO
 
 from ledger.files import atomic_replace
 from ledger.paths import RunPaths
-from ledger.store.port import RowReader
+from ledger.store.port import RowReader, RunNames
 
 __all__ = ["ChunkReader", "FolderFiles", "RunNames"]
 
 _CHUNK = 1 << 22  # 4 MiB: hashed in a helper thread while lines are split (P-4)
-
-
-@dataclass(frozen=True)
-class RunNames:
-    """The file names of a run, derived from its stem as NeMo Gym derives them."""
-
-    stem: str
-
-    @property
-    def out(self) -> str:
-        """The results file."""
-        return f"{self.stem}.jsonl"
-
-    @property
-    def sidecar(self) -> str:
-        """The failure rows and omission stand-ins."""
-        return f"{self.stem}_failures.jsonl"
-
-    @property
-    def materialized(self) -> str:
-        """The materialized inputs."""
-        return f"{self.stem}_materialized_inputs.jsonl"
 
 
 class _FolderReader:
