@@ -3,6 +3,13 @@
 Event types and the event store, the run lock, atomic file publication, the
 configuration identity and the manifest, and the row facts. Everything not
 listed in ``__all__`` is private and may move.
+
+Beyond api.md: ``Refused`` (a call not allowed as made: a read-only ledger, a
+lock not held; exit 3) and ``StorageError`` (the run's files or database
+could not be read or written; exit 5) are the two error kinds for misuse and
+storage; ``resolve_out`` turns ``OUT`` as a person writes it (a path, a run
+URL, a run name in ``ROLLOUT_LEDGER_STORE``, a folder holding one run) into
+what ``Ledger.open`` and ``RunLock`` take.
 """
 
 from ledger import events
