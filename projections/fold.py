@@ -1,27 +1,23 @@
-"""The fold's step: how each stored event changes a :class:`RunState` (REC-1..REC-16).
+"""The fold: how each stored event changes a :class:`RunState` (REC-1..REC-16).
 
-``FoldStep`` holds one replay's policy, caches and state, and folds events one at
-a time, either decoded (``StoredEvent``) or on the fast path (P-3: a row's
-``(seq, kind, body)``, an outcome's facts decoded and classified once per
-distinct bytes). ``projections.replay`` drives it: what to read, from where
-(a snapshot, seq 1), and under which policy.
+``fold_events`` is the pure fold of stored events, in order, under one policy;
+``FoldStep`` holds one fold's policy, caches and state and folds one event at a
+time through ``HANDLERS``, the table of what each kind does (a kind the state
+does not reflect is in ``IGNORED_KINDS``). ``projections.fold_rows`` folds a
+ledger's undecoded rows with the same handlers (P-3), and ``projections.replay``
+decides what to read: a snapshot, or the log from seq 1.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable
 from sys import intern
-from typing import Any, Union
-
-import msgspec
+from typing import Any
 
 from ledger import events as ev
 from ledger import facts_rules
-from ledger.errors import UnknownEvent
 from ledger.policy.model import RecoveryPolicy
 from ledger.rows.facts import RowFacts
-from ledger.store.decode import decode_row
-from ledger.store.sqlite import EventRow
 from projections.classify import CODES, OMISSION, classify
 from projections.state import (
     CODE_SHIFT,
@@ -37,7 +33,16 @@ from projections.state import (
     RunState,
 )
 
-__all__ = ["FAST_DECODER", "FoldRow", "FoldStep", "Outcome"]
+__all__ = [
+    "HANDLERS",
+    "IGNORED_KINDS",
+    "NEEDS_AT",
+    "FoldStep",
+    "Handler",
+    "Outcome",
+    "fold_events",
+    "fold_into",
+]
 
 # Rows of one run repeat the same facts often; a small cache per fold keeps the
 # hits without keeping many decoded facts alive (P-3). It is emptied when full.
@@ -48,56 +53,9 @@ _FLAG_MASK = (1 << CODE_SHIFT) - 1
 #: What the fold keeps of an outcome's facts: its branch code and grade (under
 #: the fold's policy), reward, selected kind (interned), masked, wallclock.
 Outcome = tuple[int, float | None, float | None, str | None, bool, float | None]
-#: A stored row as the fast path reads it: seq, kind, body bytes.
-FoldRow = tuple[int, str, bytes]
-#: The kinds whose fold step reads the event's ``at`` (read apart, when met).
-_NEEDS_AT = frozenset({"drift_accepted", "failure_budget_reset"})
-
-
-class _ResultRow(msgspec.Struct, tag_field="kind", tag="result_saved", kw_only=True):
-    """``result_saved`` as the fast path decodes it: the facts left as bytes."""
-
-    task: ev.NonNegative
-    rollout: ev.NonNegative
-    attempt: ev.NonNegative
-    location: ev.Location
-    facts: msgspec.Raw
-
-
-class _FailureRow(msgspec.Struct, tag_field="kind", tag="failure_saved", kw_only=True):
-    """``failure_saved`` as the fast path decodes it: the facts left as bytes."""
-
-    task: ev.NonNegative
-    rollout: ev.NonNegative
-    attempt: ev.NonNegative
-    location: ev.Location
-    sidecar_line: ev.NonNegative
-    facts: msgspec.Raw
-
-
-_FAST_TYPES: tuple[type, ...] = tuple(
-    {ev.ResultSaved: _ResultRow, ev.FailureSaved: _FailureRow}.get(t, t)
-    for t in ev.EVENT_TYPES
-)
-FAST_DECODER: msgspec.json.Decoder[Any] = msgspec.json.Decoder(
-    Union[_FAST_TYPES]  # noqa: UP007  (a union of a runtime tuple of types)
-)
-_FACTS_DECODER = msgspec.json.Decoder(RowFacts)
-_FAST_TYPE_OF_KIND: dict[str, type] = {
-    t.__struct_config__.tag: t  # type: ignore[attr-defined]
-    for t in _FAST_TYPES
-}
-# How the fast path folds each kind.
-_PLAIN, _WITH_AT, _RESERVED, _SAVED = range(4)
-_MODE_OF_KIND: dict[str, int] = {
-    kind: _WITH_AT if kind in _NEEDS_AT else _PLAIN for kind in _FAST_TYPE_OF_KIND
-} | {"attempt_reserved": _RESERVED, "result_saved": _SAVED, "failure_saved": _SAVED}
-
-
-def _checked_body(seq: int, kind: str, data: bytes, path: Any) -> Any:
-    # The full decoder's verdict, and its error, for a body the fast path
-    # could not take (decode_row raises what Ledger.events raises).
-    return decode_row(EventRow(seq, kind, "", "", data, b"", b""), path=path).body
+#: The kinds whose handler reads the event's ``at`` (the fast path reads it
+#: apart, only for them).
+NEEDS_AT = frozenset({"drift_accepted", "failure_budget_reset"})
 
 
 class FoldStep:
@@ -106,12 +64,8 @@ class FoldStep:
     def __init__(self, state: RunState, policy: RecoveryPolicy) -> None:
         self.state = state
         self.policy = policy
-        self._outcomes: dict[Any, Outcome] = {}  # facts (or their bytes) -> Outcome
-        self._handlers: dict[str, Callable[[Any, int, str], None]] = {
-            kind: getattr(self, f"_{kind}")
-            for kind in ev.KINDS
-            if hasattr(self, f"_{kind}")
-        }
+        #: Outcomes classified by this fold, by facts (or their bytes).
+        self.outcomes: dict[Any, Outcome] = {}
 
     def _classify(self, facts: RowFacts) -> Outcome:
         """The outcome's branch code (REC-20), grade (ROW-12) and kept facts."""
@@ -125,13 +79,16 @@ class FoldStep:
             facts.wallclock,
         )
 
+    def remember(self, key: Any, facts: RowFacts) -> Outcome:
+        """Classify ``facts`` and keep the outcome under ``key`` (facts or bytes)."""
+        if len(self.outcomes) >= _CLASSIFIED_CACHE:
+            self.outcomes.clear()
+        outcome = self.outcomes[key] = self._classify(facts)
+        return outcome
+
     def _outcome_of(self, facts: RowFacts) -> Outcome:
-        found = self._outcomes.get(facts)
-        if found is None:
-            if len(self._outcomes) >= _CLASSIFIED_CACHE:
-                self._outcomes.clear()
-            found = self._outcomes[facts] = self._classify(facts)
-        return found
+        found = self.outcomes.get(facts)
+        return self.remember(facts, facts) if found is None else found
 
     def apply(self, event: ev.StoredEvent) -> None:
         """Fold one event and move the state's head to it."""
@@ -140,64 +97,15 @@ class FoldStep:
 
     def fold(self, event: ev.StoredEvent) -> None:
         """Fold one event; the head moves with ``at``."""
-        handler = self._handlers.get(event.kind)
+        handler = HANDLERS.get(event.kind)
         if handler is not None:
-            handler(event.body, event.seq, event.at)
+            handler(self, event.body, event.seq, event.at)
 
-    def fold_rows(
-        self, rows: Iterator[FoldRow], path: Any, row_at: Callable[[int], EventRow]
-    ) -> int | None:
-        """Fold stored rows, decoding each as ``Ledger.events`` would; the last seq.
-
-        ``row_at(seq)`` reads one stored row, for the few kinds that fold ``at``.
-        """
-        handlers, decode = self._handlers, FAST_DECODER.decode
-        outcomes, rollouts = self._outcomes, self.state.rollouts
-        last = None
-        for seq, kind, data in rows:
-            expected = _FAST_TYPE_OF_KIND.get(kind)
-            if expected is None:
-                raise UnknownEvent(seq=seq, kind=kind, path=path)
-            try:
-                body = decode(data)
-            except msgspec.DecodeError:
-                body = _checked_body(seq, kind, data, path)
-            if type(body) is not expected:
-                body = _checked_body(seq, kind, data, path)
-            last = seq
-            mode = _MODE_OF_KIND[kind]
-            if mode == _RESERVED:  # _attempt_reserved, inlined: half of a log
-                by_rollout = rollouts.get(body.task)
-                rollout = None if by_rollout is None else by_rollout.get(body.rollout)
-                if rollout is not None:
-                    record = rollout.add_attempt(body.attempt)
-                    bits = record.bits
-                    if not bits & RESERVED:
-                        record.bits = bits | RESERVED
-                        record.seq = record.seq or seq  # an outcome's seq stays
-            elif mode == _SAVED and type(body.facts) is msgspec.Raw:
-                key = bytes(body.facts)
-                outcome = outcomes.get(key)
-                if outcome is None:
-                    outcome = self._raw_outcome(key, seq, kind, data, path)
-                self._saved(body, seq, outcome)
-            else:
-                handler = handlers.get(kind)
-                if handler is not None:
-                    handler(body, seq, row_at(seq).at if mode == _WITH_AT else "")
-        return last
-
-    def _raw_outcome(
-        self, key: bytes, seq: int, kind: str, data: bytes, path: Any
-    ) -> Outcome:
-        try:
-            facts = _FACTS_DECODER.decode(key)
-        except msgspec.DecodeError:
-            facts = _checked_body(seq, kind, data, path).facts
-        if len(self._outcomes) >= _CLASSIFIED_CACHE:
-            self._outcomes.clear()
-        outcome = self._outcomes[key] = self._classify(facts)
-        return outcome
+    def handle(self, kind: str, body: Any, seq: int, at: str) -> None:
+        """Fold one decoded body of ``kind``, stored at ``seq`` (``at``: its time)."""
+        handler = HANDLERS.get(kind)
+        if handler is not None:
+            handler(self, body, seq, at)
 
     def at(self, seq: int, head_hash: bytes) -> None:
         """The state is as of the event ``seq`` whose hash is ``head_hash``."""
@@ -307,12 +215,9 @@ class FoldStep:
     def _outcome(
         self, body: ev.ResultSaved | ev.FailureSaved, seq: int, at: str
     ) -> None:
-        self._saved(body, seq, self._outcome_of(body.facts))
+        self.saved(body, seq, self._outcome_of(body.facts))
 
-    _result_saved = _outcome
-    _failure_saved = _outcome
-
-    def _saved(self, body: Any, seq: int, outcome: Outcome) -> None:
+    def saved(self, body: Any, seq: int, outcome: Outcome) -> None:
         """Record an outcome event's classified facts on its attempt."""
         by_rollout = self.state.rollouts.get(body.task)
         rollout = None if by_rollout is None else by_rollout.get(body.rollout)
@@ -392,3 +297,62 @@ def _grade(facts: RowFacts, policy: RecoveryPolicy) -> float | None:
     if not facts_rules.has_recorded_grade(facts, policy):
         return None
     return facts.grade_record if facts.grade_record is not None else facts.reward
+
+
+#: A handler: the fold step, the event's body, its seq and its time (``at``).
+Handler = Callable[[FoldStep, Any, int, str], None]
+
+#: What each kind does to the state (tests/test_fold_table.py: every kind of
+#: ``ledger.events.KINDS`` is here or in ``IGNORED_KINDS``).
+HANDLERS: dict[str, Handler] = {
+    "run_created": FoldStep._run_created,
+    "legacy_imported": FoldStep._legacy_imported,
+    "drift_accepted": FoldStep._drift_accepted,
+    "identity_adopted": FoldStep._identity_adopted,
+    "identity_overridden": FoldStep._identity_overridden,
+    "attempts_extended": FoldStep._attempts_extended,
+    "failure_budget_reset": FoldStep._failure_budget_reset,
+    "policy_changed": FoldStep._policy_changed,
+    "rerun_approved": FoldStep._rerun_approved,
+    "resume_started": FoldStep._resume_started,
+    "tail_repaired": FoldStep._tail_repaired,
+    "attempt_reserved": FoldStep._attempt_reserved,
+    "result_saved": FoldStep._outcome,
+    "failure_saved": FoldStep._outcome,
+    "omission_saved": FoldStep._omission_saved,
+    "judge_admitted": FoldStep._judge_admitted,
+    "judge_outcome_saved": FoldStep._judge_outcome_saved,
+}
+
+#: Kinds that leave the state as it is, on purpose: what a release named is the
+#: writer's bookkeeping (``ledger.run.write_index`` folds it); decisions and
+#: in-flight attempts come from reservations and outcomes (REC-3).
+IGNORED_KINDS = frozenset({"attempts_released"})
+
+
+def fold_into(
+    state: RunState, events: Iterable[ev.StoredEvent], policy: RecoveryPolicy
+) -> RunState:
+    """Fold ``events``, which follow ``state``'s head, into it under ``policy``."""
+    step = FoldStep(state, policy)
+    last = None
+    for last in events:
+        step.fold(last)
+    if last is not None:  # the head, once (hex per event costs P-3 time)
+        step.at(last.seq, last.hash)
+    return state
+
+
+def fold_events(
+    events: Iterable[ev.StoredEvent],
+    policy: RecoveryPolicy,
+    state: RunState | None = None,
+) -> RunState:
+    """The pure fold: stored events, in order, into ``state`` (or a new one).
+
+    Every outcome is classified under ``policy`` (REC-60: the head's), which the
+    state records.
+    """
+    folded = state if state is not None else RunState()
+    folded.policy = policy.to_json_dict()
+    return fold_into(folded, events, policy)

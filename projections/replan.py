@@ -15,6 +15,11 @@ import msgspec
 
 from ledger import Ledger
 from ledger.errors import CorruptLedger
+from ledger.event_views import (
+    FailureSavedLocation,
+    JudgeOutcomeLocation,
+    ResultSavedLocation,
+)
 from ledger.events import (
     AttemptsReleased,
     FailureSaved,
@@ -62,23 +67,15 @@ def read_materialized(
     return rows
 
 
-class _ResultAt(msgspec.Struct, tag_field="kind", tag="result_saved"):
-    location: Location
-
-
-class _FailureAt(msgspec.Struct, tag_field="kind", tag="failure_saved"):
-    location: Location
-
-
-class _JudgedAt(msgspec.Struct, tag_field="kind", tag="judge_outcome_saved"):
-    location: Location
-
-
 # Where an outcome's row is, read without its facts (P-4); any other body, or
 # one that does not decode so, is decoded in full (for its error).
-_LOCATION_DECODER = msgspec.json.Decoder(_ResultAt | _FailureAt | _JudgedAt)
-_LOCATED: dict[type, str] = {_ResultAt: "result_saved", _FailureAt: "failure_saved",
-                             _JudgedAt: "judge_outcome_saved"}  # fmt: skip
+_Located = ResultSavedLocation | FailureSavedLocation | JudgeOutcomeLocation
+_LOCATION_DECODER = msgspec.json.Decoder(_Located)
+_LOCATED: dict[type, str] = {
+    ResultSavedLocation: "result_saved",
+    FailureSavedLocation: "failure_saved",
+    JudgeOutcomeLocation: "judge_outcome_saved",
+}
 
 
 def _location(ledger: Ledger, seq: int, row: EventRow | None) -> Location:
@@ -87,7 +84,7 @@ def _location(ledger: Ledger, seq: int, row: EventRow | None) -> Location:
             found = _LOCATION_DECODER.decode(bytes(row.body))
         except msgspec.DecodeError:
             found = None
-        if isinstance(found, _ResultAt | _FailureAt | _JudgedAt) and (
+        if isinstance(found, _Located) and (
             _LOCATED[type(found)] == row.kind  # the body's kind is the row's
         ):
             return found.location

@@ -1,94 +1,74 @@
-"""``replay``: a pure fold of stored events into a :class:`RunState` (REC-1..REC-16).
+"""``replay``: stored events folded into a :class:`RunState` (REC-1..REC-16).
 
 The fold classifies every outcome under the policy in force at the head of the
-log (REC-60): the policy events are read first, cheaply, then every event is
-folded once. No I/O and no clock: the same events always give the same state.
+log (REC-60): the policy is read first, cheaply, then every event is folded
+once (``projections.fold``). Given stored events, ``replay`` is that pure fold.
+Given a ledger (anything with the methods of :class:`StoredLog`, the port this
+module reads through), it reads what to fold: a matching snapshot (EV-14) and
+the events after it, or the log from seq 1.
 
-A ledger is replayed on a fast path (P-3, P-4): its rows are read without the
-columns the fold does not use, and an outcome's facts are decoded, and so
-checked, the first time the fold meets their bytes; a fold keeps what it
-classified per distinct facts. Every body is still checked as
-``Ledger.events`` checks it, and a body that does not decode raises the same
-error, from the same code (``ledger.store.decode.decode_row``).
+A ledger is replayed on a fast path (P-3, P-4): its rows are read as ``(seq,
+kind, body)`` bytes, an outcome's facts decoded and classified once per
+distinct bytes (``projections.fold_rows``), the garbage collector paused.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, Protocol
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Protocol, runtime_checkable
 
 import msgspec
 
 from ledger import events as ev
+from ledger.event_views import RunCreatedPolicy
 from ledger.policy.log import policy_from_events
 from ledger.policy.model import RecoveryPolicy
 from ledger.store.decode import decode_row
 from ledger.store.sqlite import EventRow
-from projections.fold import FAST_DECODER, FoldStep
+from projections.fold import FoldStep, fold_events
+from projections.fold_rows import FAST_DECODER, FoldRow, RowFold
+from projections.snapshot import load_snapshot
 from projections.state import RunState, gc_paused
 
-__all__ = ["EventSource", "apply", "replay"]
+__all__ = ["EventSource", "StoredLog", "apply", "head_policy", "replay"]
 
 _POLICY_KINDS = ("run_created", "policy_changed")
 
 
-class EventSource(Protocol):
-    """A ledger: anything with ``events(from_seq, *, kinds)``."""
+@runtime_checkable
+class StoredLog(Protocol):
+    """The ledger methods a replay reads through (``ledger.Ledger`` has them).
+
+    Rows come undecoded (``EventRow``, or ``(seq, kind, body)`` for the fold):
+    the fast path decodes and checks them. ``where`` names the log in errors.
+    """
+
+    @property
+    def where(self) -> str: ...
+
+    def raw_events(
+        self, from_seq: int = 1, *, kinds: Sequence[str] = ()
+    ) -> Iterator[EventRow]: ...
+
+    def raw_events_at(self, seqs: Sequence[int]) -> Iterator[EventRow]: ...
+
+    def rows_for_fold(self, from_seq: int = 1) -> Iterator[FoldRow]: ...
+
+    def load_snapshot(
+        self, code_version: str, policy_digest: str
+    ) -> tuple[int, bytes, bytes] | None: ...
+
+
+class EventSource(StoredLog, Protocol):
+    """A ledger that also streams its decoded events (``history`` reads both)."""
 
     def events(
-        self, from_seq: int = 1, *, kinds: Any = ()
-    ) -> Iterable[ev.StoredEvent]: ...
-
-
-def _head_policy(events: Iterable[ev.StoredEvent]) -> RecoveryPolicy:
-    return policy_from_events(event.body for event in events)
-
-
-class _PolicyOnly(msgspec.Struct, tag_field="kind", tag="run_created"):
-    """``run_created`` as the policy read decodes it: its policy, not its index."""
-
-    policy: dict[str, Any] = {}
-
-
-_POLICY_DECODER = msgspec.json.Decoder(_PolicyOnly)
-#: A ``run_created`` to carry a decoded policy to ``policy_from_events``, which
-#: reads nothing else of it.
-_CARRIER = ev.RunCreated(
-    run_id="-", created_at="-", materialized_digest="-", config_digest="-",
-    max_rollout_attempts=1,
-)  # fmt: skip
-
-
-def _ledger_policy(ledger: Any) -> RecoveryPolicy:
-    """The head policy of a ledger, its ``run_created`` decoded for the policy only.
-
-    The index (one entry per rollout) is decoded once, by the fold (P-4, P-5).
-    A body that does not decode so is decoded in full, for its error.
-    """
-    return _policy_of_rows(ledger.raw_events(1, kinds=_POLICY_KINDS), [], ledger)
-
-
-def _policy_of_rows(
-    rows: Iterable[EventRow], bodies: list[object], ledger: Any
-) -> RecoveryPolicy:
-    """``_ledger_policy`` over ``rows``, after the policy bodies ``bodies``."""
-    path = ledger.where
-    for row in rows:
-        data = bytes(row.body)
-        if row.kind == "run_created":
-            try:
-                light = _POLICY_DECODER.decode(data)
-            except msgspec.DecodeError:
-                light = None
-            if light is not None:
-                bodies.append(msgspec.structs.replace(_CARRIER, policy=light.policy))
-                continue
-        bodies.append(decode_row(row, path=path).body)
-    return policy_from_events(bodies)
+        self, from_seq: int = 1, *, kinds: Sequence[str] = ()
+    ) -> Iterator[ev.StoredEvent]: ...
 
 
 def replay(
-    events: EventSource | Iterable[ev.StoredEvent],
+    events: StoredLog | Iterable[ev.StoredEvent],
     *,
     policy_override: RecoveryPolicy | None = None,
     state: RunState | None = None,
@@ -100,89 +80,98 @@ def replay(
     ``state`` continues a fold with the events that follow it. Given a ledger,
     a matching snapshot (EV-14) replaces the events it covers.
     """
-    if isinstance(events, Iterable):
-        stream: Iterable[ev.StoredEvent] = list(events)
-        policy = policy_override or _head_policy(
-            e for e in stream if e.kind in _POLICY_KINDS
-        )
-    else:
-        fast = _has_fast_rows(events)
-        if fast and state is None and not use_snapshot and policy_override is None:
-            started = _replay_from_start(events)
-            if started is not None:
-                return started
-        if policy_override is not None:
-            policy = policy_override
-        elif fast:
-            policy = _ledger_policy(events)
-        else:
-            policy = _head_policy(events.events(1, kinds=_POLICY_KINDS))
-        if state is None and use_snapshot and policy_override is None:
-            state = _snapshot(events, policy)
-        from_seq = 1 if state is None else state.as_of_seq + 1
-        if fast:
-            return _replay_rows(events, from_seq, policy, state)
-        stream = events.events(from_seq)
-    folded = state if state is not None else RunState()
-    folded.policy = policy.to_json_dict()
-    step = FoldStep(folded, policy)
-    last = None
-    for last in stream:
-        step.fold(last)
-    if last is not None:  # the head, once (hex per event costs P-3 time)
-        step.at(last.seq, last.hash)
-    return folded
-
-
-def _has_fast_rows(source: Any) -> bool:
-    # A ledger's rows, unless its events() was replaced on the instance (a
-    # wrapper or a test double is read through what it replaced it with).
-    own = getattr(type(source), "events", None)
-    bound = getattr(source.events, "__func__", None)
-    return (
-        hasattr(source, "rows_for_fold")
-        and hasattr(source, "raw_events")
-        and own is not None
-        and bound is own
+    # The one place a ledger and stored events part ways.
+    if isinstance(events, StoredLog):
+        return _read(events, policy_override, state, use_snapshot)
+    stream = list(events)
+    policy = policy_override or policy_from_events(
+        e.body for e in stream if e.kind in _POLICY_KINDS
     )
+    return fold_events(stream, policy, state)
 
 
-def _replay_rows(
-    ledger: Any, from_seq: int, policy: RecoveryPolicy, state: RunState | None
+def apply(state: RunState, event: ev.StoredEvent, policy: RecoveryPolicy) -> None:
+    """Fold one more event into ``state`` (the incremental view of R-3)."""
+    FoldStep(state, policy).apply(event)
+
+
+def head_policy(log: StoredLog) -> RecoveryPolicy:
+    """The policy in force at the head of the log (REC-60), read without the index.
+
+    ``run_created``'s index (one entry per rollout) is decoded by the fold
+    alone (P-4, P-5); a body that does not decode so is decoded in full, for
+    its error.
+    """
+    return _policy_of_rows(log.raw_events(1, kinds=_POLICY_KINDS), [], log.where)
+
+
+def _read(
+    log: StoredLog,
+    policy_override: RecoveryPolicy | None,
+    state: RunState | None,
+    use_snapshot: bool,
 ) -> RunState:
-    """``replay``'s fast path over a ledger's rows (same state, same errors)."""
+    """``replay`` of a ledger: a snapshot and the rows after it, or every row."""
+    if state is None and not use_snapshot and policy_override is None:
+        started = _replay_from_start(log)
+        if started is not None:
+            return started
+    policy = policy_override or head_policy(log)
+    if state is None and use_snapshot and policy_override is None:
+        state = load_snapshot(log, policy)
+    from_seq = 1 if state is None else state.as_of_seq + 1
     with gc_paused():
-        return _fold_rows(ledger, from_seq, policy, state)
+        folded = state if state is not None else RunState()
+        folded.policy = policy.to_json_dict()
+        step = RowFold(folded, policy)
+        last = _fold_tail(step, log, from_seq)
+        if last is not None:
+            step.at(last, _hash_at(log, last))
+        return folded
 
 
-def _fold_rows(
-    ledger: Any, from_seq: int, policy: RecoveryPolicy, state: RunState | None
-) -> RunState:
-    folded = state if state is not None else RunState()
-    folded.policy = policy.to_json_dict()
-    step = FoldStep(folded, policy)
-    last = _fold_tail(step, ledger, from_seq)
-    if last is not None:
-        step.at(last, _hash_at(ledger, last))
-    return folded
+_POLICY_DECODER = msgspec.json.Decoder(RunCreatedPolicy)
+#: A ``run_created`` to carry a decoded policy to ``policy_from_events``, which
+#: reads nothing else of it.
+_CARRIER = ev.RunCreated(
+    run_id="-", created_at="-", materialized_digest="-", config_digest="-",
+    max_rollout_attempts=1,
+)  # fmt: skip
 
 
-def _row_at(ledger: Any, seq: int) -> EventRow:
-    row: EventRow = next(iter(ledger.raw_events(seq)))
-    return row
+def _policy_of_rows(
+    rows: Iterable[EventRow], bodies: list[object], where: str
+) -> RecoveryPolicy:
+    """``head_policy`` over ``rows``, after the policy bodies ``bodies``."""
+    for row in rows:
+        data = bytes(row.body)
+        if row.kind == "run_created":
+            try:
+                light = _POLICY_DECODER.decode(data)
+            except msgspec.DecodeError:
+                light = None
+            if light is not None:
+                bodies.append(msgspec.structs.replace(_CARRIER, policy=light.policy))
+                continue
+        bodies.append(decode_row(row, path=where).body)
+    return policy_from_events(bodies)
 
 
-def _hash_at(ledger: Any, seq: int) -> bytes:
-    return bytes(_row_at(ledger, seq).hash)
+def _row_at(log: StoredLog, seq: int) -> EventRow:
+    return next(iter(log.raw_events(seq)))
 
 
-def _fold_tail(step: FoldStep, ledger: Any, from_seq: int) -> int | None:
-    """Fold the ledger's rows from ``from_seq``; the last seq folded, if any."""
-    rows = ledger.rows_for_fold(from_seq)
-    return step.fold_rows(rows, ledger.where, lambda seq: _row_at(ledger, seq))
+def _hash_at(log: StoredLog, seq: int) -> bytes:
+    return bytes(_row_at(log, seq).hash)
 
 
-def _replay_from_start(ledger: Any) -> RunState | None:
+def _fold_tail(step: RowFold, log: StoredLog, from_seq: int) -> int | None:
+    """Fold the log's rows from ``from_seq``; the last seq folded, if any."""
+    rows = log.rows_for_fold(from_seq)
+    return step.fold_rows(rows, log.where, lambda seq: _row_at(log, seq))
+
+
+def _replay_from_start(log: StoredLog) -> RunState | None:
     """A full replay that reads and decodes ``run_created`` once (P-3).
 
     Its body (one index entry per rollout, megabytes) gives both the head
@@ -190,8 +179,7 @@ def _replay_from_start(ledger: Any) -> RunState | None:
     twice. ``None`` when the first row is not a ``run_created`` that decodes:
     the caller then replays as usual, which raises what it always raised.
     """
-    read_at = getattr(ledger, "raw_events_at", None)
-    first = None if read_at is None else next(iter(read_at([1])), None)
+    first = next(iter(log.raw_events_at([1])), None)
     if first is None or first.kind != "run_created":
         return None
     try:
@@ -202,27 +190,13 @@ def _replay_from_start(ledger: Any) -> RunState | None:
     del first  # megabytes: nothing of them is kept (P-3's peak RSS)
     if type(body) is not ev.RunCreated:
         return None
-    later = ledger.raw_events(2, kinds=_POLICY_KINDS)
-    policy = _policy_of_rows(later, [body], ledger)
+    later = log.raw_events(2, kinds=_POLICY_KINDS)
+    policy = _policy_of_rows(later, [body], log.where)
     with gc_paused():
         folded = RunState(policy=policy.to_json_dict())
-        step = FoldStep(folded, policy)
-        step._run_created(body, 1, "")
+        step = RowFold(folded, policy)
+        step.handle("run_created", body, 1, "")
         del body  # the decoded index: the state keeps what it needs of it
-        last = _fold_tail(step, ledger, 2) or 1
-    step.at(last, first_hash if last == 1 else _hash_at(ledger, last))
+        last = _fold_tail(step, log, 2) or 1
+    step.at(last, first_hash if last == 1 else _hash_at(log, last))
     return folded
-
-
-def _snapshot(events: EventSource, policy: RecoveryPolicy) -> RunState | None:
-    load = getattr(events, "load_snapshot", None)
-    if load is None:
-        return None
-    from projections.snapshot import load_snapshot  # snapshot imports this module
-
-    return load_snapshot(events, policy)  # type: ignore[arg-type]
-
-
-def apply(state: RunState, event: ev.StoredEvent, policy: RecoveryPolicy) -> None:
-    """Fold one more event into ``state`` (the incremental view of R-3)."""
-    FoldStep(state, policy).apply(event)

@@ -5,6 +5,11 @@ repair): replay, build the current manifest, call the gate and raise its
 refusal; then compute the operator events the options ask for, fold them in
 memory to plan, and append them with ``resume_started`` and
 ``attempts_released`` in one transaction; republish. ``dry_run`` writes nothing.
+
+A resume replays once and decides once: the policy a ``--retry-terminal-
+timeouts`` change leaves in force is read before the replay, so the one replay
+classifies under it (REC-60); the events appended are folded into the replayed
+state, and ``publish`` is handed the plan's decisions.
 """
 
 from __future__ import annotations
@@ -32,14 +37,16 @@ from ledger.events import (
 )
 from ledger.policy.approvals import read_approvals
 from ledger.policy.log import apply_changes, policy_changes, policy_from_json
+from ledger.policy.model import RecoveryPolicy
 from projections.current_manifest import current_manifest
 from projections.decide import Decision, decide_all
+from projections.fold import fold_into
 from projections.gate import GateVerdict, gate
 from projections.plan import Plan, plan_keys
 from projections.publish import publish
 from projections.replan import build_plan
-from projections.replay import apply, replay
-from projections.snapshot import save_snapshot
+from projections.replay import head_policy, replay
+from projections.snapshot import copy_state, save_snapshot
 from projections.state import RunState
 
 __all__ = ["Resume", "resume"]
@@ -91,7 +98,7 @@ def _operator_events(
     state: RunState,
     *,
     extend_attempts: int,
-    retry_terminal_timeouts: bool | None,
+    policy_change: PolicyChanged | None,
     approvals: Approvals,
     reason: str | None,
     warnings: list[str],
@@ -99,14 +106,29 @@ def _operator_events(
     events: list[Event] = []
     if extend_attempts > state.extension:  # REC-11: only a larger total is recorded
         events.append(AttemptsExtended(total=extend_attempts, reason=reason))
-    if retry_terminal_timeouts is not None:
-        policy = policy_from_json(state.policy)
-        changes = policy_changes(
-            policy, {"retry_terminal_timeouts": retry_terminal_timeouts}
-        )
-        if changes:
-            events.append(PolicyChanged(changes=changes, reason=reason))
+    if policy_change is not None:
+        events.append(policy_change)
     return events + _approval_events(state, approvals, reason, warnings)
+
+
+def _policy_change(
+    ledger: Ledger, retry_terminal_timeouts: bool | None, reason: str | None
+) -> tuple[PolicyChanged | None, RecoveryPolicy | None]:
+    """The ``policy_changed`` the option asks for, and the policy it leaves in force.
+
+    Read before the replay, so that the one replay classifies every outcome
+    under the policy in force once the resume's events are appended (REC-60).
+    """
+    if retry_terminal_timeouts is None:
+        return None, None
+    policy = head_policy(ledger)
+    changes = policy_changes(
+        policy, {"retry_terminal_timeouts": retry_terminal_timeouts}
+    )
+    if not changes:
+        return None, None
+    change = PolicyChanged(changes=changes, reason=reason)
+    return change, apply_changes(policy, changes)
 
 
 def _cap_warning(state: RunState) -> list[str]:
@@ -121,30 +143,27 @@ def _cap_warning(state: RunState) -> list[str]:
     return []
 
 
-def _fold_pending(ledger: Ledger, state: RunState, bodies: list[Event]) -> RunState:
-    """The state after ``bodies``, folded in memory before anything is appended."""
-    policy = policy_from_json(state.policy)
-    for body in bodies:
-        if kind_of(body) == "policy_changed":
-            policy = apply_changes(policy, cast(PolicyChanged, body).changes)
-    if policy.to_json_dict() != state.policy:
-        state = replay(ledger, policy_override=policy)  # REC-60: reclassify all
+def _fold_pending(
+    ledger: Ledger, state: RunState, policy: RecoveryPolicy, bodies: list[Event]
+) -> RunState:
+    """``state`` after ``bodies``, folded in memory before anything is appended.
+
+    Their seqs follow the head; their time and hashes are not known yet.
+    """
     seq, head = ledger.head()
-    for offset, body in enumerate(bodies, start=1):
-        apply(
-            state,
-            StoredEvent(
-                seq=seq + offset,
-                kind=kind_of(body),
-                at="",
-                actor="",
-                body=cast(AnyEvent, body),
-                prev_hash=head,
-                hash=head,
-            ),
-            policy,
+    pending = (
+        StoredEvent(
+            seq=seq + offset,
+            kind=kind_of(body),
+            at="",
+            actor="",
+            body=cast(AnyEvent, body),
+            prev_hash=head,
+            hash=head,
         )
-    return state
+        for offset, body in enumerate(bodies, start=1)
+    )
+    return fold_into(state, pending, policy)
 
 
 def resume(
@@ -164,7 +183,9 @@ def resume(
     """REC-56: replay, gate, then record what the gate decided and release the plan."""
     if not dry_run and not ledger.writable:
         raise LedgerError("resume writes to the run: open it with the held RunLock")
-    state = replay(ledger)
+    change, changed = _policy_change(ledger, retry_terminal_timeouts, reason)
+    state = replay(ledger, policy_override=changed)
+    policy = changed or policy_from_json(state.policy)
     current = current_manifest(ledger, state, config, global_config, source=source)
     verdict = gate(state, current, allow_unsafe=allow_unsafe)
     if verdict.refusal is not None:
@@ -173,7 +194,7 @@ def resume(
     pending = _operator_events(
         state,
         extend_attempts=extend_attempts,
-        retry_terminal_timeouts=retry_terminal_timeouts,
+        policy_change=change,
         approvals=approvals,
         reason=reason,
         warnings=warnings,
@@ -183,34 +204,51 @@ def resume(
         if isinstance(record, IdentityOverridden) and reason is not None:
             record = msgspec.structs.replace(record, reason=reason)
         pending.append(record)
-    state = _fold_pending(ledger, state, pending)
-    decisions = decide_all(state)
-    keys = plan_keys(state, decisions, longest_first=longest_first)
-    plan = build_plan(ledger, state, decisions, keys)
+    # The plan is made on the state after the pending events, folded in memory
+    # (their time is not known yet). A resume that appends them folds them
+    # again, as stored, into the replayed state: the in-memory fold is a copy's.
+    planned = state if dry_run or not pending else copy_state(state)
+    planned = _fold_pending(ledger, planned, policy, pending)
+    decisions = decide_all(planned)
+    keys = plan_keys(planned, decisions, longest_first=longest_first)
+    plan = build_plan(ledger, planned, decisions, keys)
     verdict = msgspec.structs.replace(verdict, warnings=tuple(warnings))
     for warning in warnings:
         log.warning("%s", warning)
-    if not dry_run:
-        options = {
-            "extend_attempts": extend_attempts,
-            "allow_unsafe": allow_unsafe,
-            "retry_terminal_timeouts": retry_terminal_timeouts,
-            "longest_first": longest_first,
-        }
-        pending.append(
-            ResumeStarted(
-                config_digest=current.config_digest, counts=plan.counts, options=options
-            )
+    if dry_run:
+        return Resume(plan=plan, verdict=verdict, state=planned, decisions=decisions)
+    options = {
+        "extend_attempts": extend_attempts,
+        "allow_unsafe": allow_unsafe,
+        "retry_terminal_timeouts": retry_terminal_timeouts,
+        "longest_first": longest_first,
+    }
+    pending.append(
+        ResumeStarted(
+            config_digest=current.config_digest, counts=plan.counts, options=options
         )
-        pending.append(AttemptsReleased(dispatch=keys.dispatch, rejudge=keys.rejudge))
-        state = _commit(ledger, pending)
+    )
+    pending.append(AttemptsReleased(dispatch=keys.dispatch, rejudge=keys.rejudge))
+    state = _commit(ledger, state, policy, pending, decisions)
     return Resume(plan=plan, verdict=verdict, state=state, decisions=decisions)
 
 
-def _commit(ledger: Ledger, bodies: list[Event]) -> RunState:
+def _commit(
+    ledger: Ledger,
+    state: RunState,
+    policy: RecoveryPolicy,
+    bodies: list[Event],
+    decisions: dict[tuple[int, int], Decision],
+) -> RunState:
+    """Append ``bodies``, fold them into the replayed ``state``, publish, snapshot."""
     # One transaction: a resume's events land together or not at all (REC-56).
-    ledger.append_many(bodies, actor="resume", expected_seq=ledger.head()[0])
-    state = replay(ledger)
-    publish(ledger, state)
+    stored = ledger.append_many(bodies, actor="resume", expected_seq=ledger.head()[0])
+    # Folded as a replay reads them: decoded from the log's bytes (an identity's
+    # keys sorted as stored), with whatever a worker appended since the replay.
+    tail = list(ledger.events(state.as_of_seq + 1))
+    fold_into(state, tail, policy)
+    if [e.seq for e in tail] != [e.seq for e in stored]:
+        decisions = decide_all(state)  # SC-4: publish the log's, not the plan's
+    publish(ledger, state, decisions)
     save_snapshot(ledger, state, policy_from_json(state.policy))
     return state

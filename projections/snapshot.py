@@ -9,23 +9,54 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from types import ModuleType
+from typing import Protocol
 
 import msgspec
 
-from ledger import Ledger, facts_rules
+from ledger import Ledger, event_views, facts_rules
 from ledger.policy.model import RecoveryPolicy
 from ledger.rows import failure_kinds
-from projections import classify, fold
+from projections import classify, fold, fold_rows
 from projections import state as state_module
 from projections.state import RunState, gc_paused
 
-__all__ = ["CODE_VERSION", "load_snapshot", "save_snapshot"]
+__all__ = [
+    "CODE_VERSION",
+    "FOLD_MODULES",
+    "SnapshotSource",
+    "copy_state",
+    "load_snapshot",
+    "save_snapshot",
+]
+
+#: The code that decides a folded state: the state, what each event does to it
+#: (the handlers, and the fast path over rows with its partial views), and how
+#: an outcome is classified. What is read, from where, is not: a snapshot is
+#: keyed by its head hash and policy digest besides.
+FOLD_MODULES: tuple[ModuleType, ...] = (
+    state_module,
+    fold,
+    fold_rows,
+    event_views,
+    classify,
+    facts_rules,
+    failure_kinds,
+)
+
+
+class SnapshotSource(Protocol):
+    """Where stored snapshots are read from (``ledger.Ledger`` is one)."""
+
+    def load_snapshot(
+        self, code_version: str, policy_digest: str
+    ) -> tuple[int, bytes, bytes] | None: ...
 
 
 def _code_version() -> str:
     # Any change to the code that folds or classifies makes old snapshots unusable.
     digest = hashlib.sha256()
-    for module in (state_module, fold, classify, facts_rules, failure_kinds):
+    for module in FOLD_MODULES:
         digest.update(Path(str(module.__file__)).read_bytes())
     return digest.hexdigest()[:16]
 
@@ -47,7 +78,7 @@ def save_snapshot(ledger: Ledger, state: RunState, policy: RecoveryPolicy) -> No
     )
 
 
-def load_snapshot(ledger: Ledger, policy: RecoveryPolicy) -> RunState | None:
+def load_snapshot(ledger: SnapshotSource, policy: RecoveryPolicy) -> RunState | None:
     """The stored state for this policy and code version, if the log still has it."""
     found = ledger.load_snapshot(CODE_VERSION, policy.digest())
     if found is None:
@@ -57,3 +88,9 @@ def load_snapshot(ledger: Ledger, policy: RecoveryPolicy) -> RunState | None:
             return _DECODER.decode(found[2])
     except msgspec.DecodeError:
         return None  # EV-14: an optimization only; a full refold is always right
+
+
+def copy_state(state: RunState) -> RunState:
+    """An independent copy of ``state``: what a snapshot of it would restore."""
+    with gc_paused():
+        return _DECODER.decode(_ENCODER.encode(state))
