@@ -25,10 +25,11 @@ from ledger.policy.log import policy_from_events
 from ledger.policy.model import RecoveryPolicy
 from ledger.store.decode import decode_row
 from ledger.store.sqlite import EventRow
+from projections.bulk import gc_paused
 from projections.fold import FoldStep, fold_events
 from projections.fold_rows import FAST_DECODER, FoldRow, RowFold
 from projections.snapshot import load_snapshot
-from projections.state import RunState, gc_paused
+from projections.state import RunState
 
 __all__ = ["EventSource", "StoredLog", "apply", "head_policy", "replay"]
 

@@ -22,7 +22,7 @@ from typing import Any, cast
 
 import msgspec
 
-from ledger import Ledger, LedgerError
+from ledger import Ledger, Refused
 from ledger.events import (
     AnyEvent,
     AttemptsExtended,
@@ -182,7 +182,7 @@ def resume(
 ) -> Resume:
     """REC-56: replay, gate, then record what the gate decided and release the plan."""
     if not dry_run and not ledger.writable:
-        raise LedgerError("resume writes to the run: open it with the held RunLock")
+        raise Refused("resume writes to the run: open it with the held RunLock")
     change, changed = _policy_change(ledger, retry_terminal_timeouts, reason)
     state = replay(ledger, policy_override=changed)
     policy = changed or policy_from_json(state.policy)

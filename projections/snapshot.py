@@ -17,9 +17,10 @@ import msgspec
 from ledger import Ledger, event_views, facts_rules
 from ledger.policy.model import RecoveryPolicy
 from ledger.rows import failure_kinds
-from projections import classify, fold, fold_rows
+from projections import attempt, classify, fold, fold_rows
 from projections import state as state_module
-from projections.state import RunState, gc_paused
+from projections.bulk import gc_paused
+from projections.state import RunState
 
 __all__ = [
     "CODE_VERSION",
@@ -36,6 +37,7 @@ __all__ = [
 #: keyed by its head hash and policy digest besides.
 FOLD_MODULES: tuple[ModuleType, ...] = (
     state_module,
+    attempt,
     fold,
     fold_rows,
     event_views,

@@ -1,7 +1,7 @@
 """REC-3 bookkeeping stays exact when a writer appends much and records later.
 
 The writer's index folds appended bodies when it is next read; past
-``Recorder.max_unfolded`` unread bodies it is refolded from the log instead.
+``IndexKeeper.max_unfolded`` unread bodies it is refolded from the log instead.
 Either way it must equal a fold of the whole log.
 """
 
@@ -13,7 +13,7 @@ import pytest
 
 from ledger import Ledger
 from ledger.events import AttemptReserved, AttemptsReleased
-from ledger.run.recorder import Recorder
+from ledger.run.index_keeper import IndexKeeper
 from ledger.run.write_index import INDEX_KINDS, WriteIndex
 from projections import resume
 from tests.test_resume import Run
@@ -23,7 +23,7 @@ from tests.test_resume import Run
 def test_rec_3_the_index_after_many_unread_appends_is_the_log_s_fold(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int
 ) -> None:
-    monkeypatch.setattr(Recorder, "max_unfolded", limit)
+    monkeypatch.setattr(IndexKeeper, "max_unfolded", limit)
     run = Run(tmp_path)
     try:
         with Ledger.open(run.out, lock=run.lock) as led:
@@ -38,8 +38,7 @@ def test_rec_3_the_index_after_many_unread_appends_is_the_log_s_fold(
                 ]
             )
             led.reserve(second)
-            assert led._recorder is not None
-            index = led._recorder.index.encode()
+            index = led.direct_recorder().index.encode()
             fold = WriteIndex.build(led.events(1, kinds=INDEX_KINDS)).encode()
             assert index == fold
             with pytest.raises(Exception, match="already reserved"):

@@ -119,6 +119,7 @@ def test_ev_14_a_stored_index_whose_event_changed_is_not_used(run: Run) -> None:
         "UPDATE snapshots SET head_hash = zeroblob(32) WHERE code_version = ?",
     )
     with Ledger.open(run.out) as led:
-        assert led._stored_index()[1] == 1  # not trusted: fold from seq 1
+        # not trusted: its event's hash is not the log's, so it folds from seq 1
+        assert led.load_snapshot(INDEX_CODE_VERSION, "") is None
     with Ledger.open(run.out, lock=run.lock) as led:
         assert led.write_index().encode() == _full_fold(run.out)

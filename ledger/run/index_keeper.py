@@ -21,22 +21,20 @@ from ledger.store.port import EventStore
 
 __all__ = ["IndexKeeper", "fold_index"]
 
-#: A writer stores its index once this many events were folded past the
-#: stored one (EV-14: an optimization, never the truth).
-SNAPSHOT_EVERY = 10_000
 
-
-def fold_index(store: EventStore, where: str, *, save: bool) -> tuple[WriteIndex, int]:
+def fold_index(
+    store: EventStore, where: str, *, save_every: int | None
+) -> tuple[WriteIndex, int]:
     """The write index of the log, and the last seq folded into it.
 
     Starts from the stored index when its event is still in the log with the
-    same hash, and folds only the events after it; with ``save``, a long tail
-    is stored as the new index (a restarting collector then reads the tail of
-    a long log, not all of it).
+    same hash, and folds only the events after it; with ``save_every``, a tail
+    at least that long is stored as the new index (a restarting collector then
+    reads the tail of a long log, not all of it).
     """
     index, start = _stored_index(store)
     last = fold_tail(store, where, index, start)
-    if save and last - start + 1 >= SNAPSHOT_EVERY:
+    if save_every is not None and last - start + 1 >= save_every:
         code = INDEX_CODE_VERSION
         store.save_snapshot(last, store.hash_at(last) or b"", code, "", index.encode())
     return index, last
@@ -74,17 +72,17 @@ class IndexKeeper:
         where: str,
         *,
         shared: bool,
-        save: bool,
+        save_every: int | None,
         guard: threading.RLock,
     ) -> None:
         self._store = store
         self._where = where
         self._shared = shared
-        self._save = save
+        self._save_every = save_every
         #: Held around appends and refolds: no append lands between a refold's
         #: read of the log and its use, on any thread.
         self.guard = guard
-        self._index, self._seq = fold_index(store, where, save=save)
+        self._index, self._seq = fold_index(store, where, save_every=save_every)
         # Bodies appended but not yet folded into the index: folded when the
         # index is next read, so appends that nobody records after (operator
         # actions, P-2's group commits) do not pay for it. Guarded, because
@@ -131,5 +129,5 @@ class IndexKeeper:
     def _refold(self) -> None:
         with self.guard:
             self._index, self._seq = fold_index(
-                self._store, self._where, save=self._save
+                self._store, self._where, save_every=self._save_every
             )

@@ -42,6 +42,10 @@ class Ledger(LogReader, RecordingMixin):
     without the lock is a worker: it may reserve, record and admit judgments.
     """
 
+    #: A writer's open stores its write index once this many events were
+    #: folded past the stored one (EV-14: an optimization, never the truth).
+    index_snapshot_every = 10_000
+
     def __init__(
         self,
         home: RunHome,
@@ -162,7 +166,7 @@ class Ledger(LogReader, RecordingMixin):
             opened.store,
             self.where,
             shared=opened.shared_log,
-            save=self.lock is not None,
+            save_every=self._index_save_every(),
             guard=threading.RLock(),
         )
         self._writer = Writer(
@@ -245,7 +249,13 @@ class Ledger(LogReader, RecordingMixin):
         Starts from the stored index when its event is still in the log with
         the same hash, and folds only the events after it.
         """
-        return fold_index(self._store, self.where, save=self.writable)[0]
+        return fold_index(self._store, self.where, save_every=self._index_save_every())[
+            0
+        ]
+
+    def _index_save_every(self) -> int | None:
+        # Only the lock holder stores an index (a worker's is its own view).
+        return self.index_snapshot_every if self.lock is not None else None
 
     def pending_repairs(self) -> list[PendingRepair]:
         """Unrecorded rows and torn lines a writer's open would repair (EV-12).
