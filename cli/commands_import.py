@@ -1,7 +1,8 @@
 """``rollout-ledger import``: bring in a run saved without a ledger (CLI-3).
 
-A thin shell over ``projections.import_run`` (REC-70..REC-74): parse the
-options, call it, render what it returns. ``cli.main`` registers it as
+A thin shell over ``projections.import_run`` (REC-70..REC-74) or, with
+``--from``, ``projections.import_into_store`` (SC-2): parse the options, call
+one of them, render what it returns. ``cli.main`` registers it as
 ``import`` (a Python keyword, hence the function's name).
 """
 

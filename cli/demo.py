@@ -19,6 +19,8 @@ from typing import Any
 
 import click
 
+from cli.common import load_config, load_global_config, reader, run_clock
+
 __all__ = ["demo"]
 
 MAX_ROUNDS = 12
@@ -107,7 +109,6 @@ def _write_config(folder: Path, *, parallel: int) -> None:
 
 def _create(folder: Path, rollouts: int) -> Path:
     import projections
-    from cli.common import load_config, load_global_config, run_clock
 
     _write_config(folder, parallel=32)
     out = folder / "rollouts.jsonl"
@@ -154,7 +155,6 @@ def _round(folder: Path, seed: int, *, die_in_wave: int | None) -> list[str]:
 def _unfinished(out: Path) -> tuple[bool, str]:
     import ledger
     import projections
-    from cli.common import reader
 
     try:
         with reader(out) as led:
@@ -166,7 +166,6 @@ def _unfinished(out: Path) -> tuple[bool, str]:
 
 def _report(out: Path) -> None:
     import projections
-    from cli.common import reader
 
     with reader(out) as led:
         cov = projections.status(led).coverage.to_dict()
