@@ -11,7 +11,7 @@ from cli.common import config_options, load_config, load_global_config, out_argu
 from cli.common import reader as open_reader
 
 if TYPE_CHECKING:
-    from projections.config_diff import KeyDiff
+    from projections import KeyDiff
 
 __all__ = ["diff_config"]
 
@@ -29,7 +29,7 @@ def _key_lines(title: str, keys: list[KeyDiff]) -> list[str]:
 @config_options
 @click.option("--source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def diff_config(
-    out: Path, config: Path, global_configs: tuple[Path, ...], source: Path | None
+    out: Path | str, config: Path, global_configs: tuple[Path, ...], source: Path | None
 ) -> None:
     """Compare the current configuration with the run's (CLI-11).
 
@@ -43,12 +43,12 @@ def diff_config(
       rollout-ledger diff-config results/rollouts.jsonl --config collection.yaml \\
           --global-config servers.yaml
     """
-    from projections.config_diff import config_diff
+    import projections
 
     collection = load_config(config)
     servers = load_global_config(global_configs)
     with open_reader(out) as led:
-        diff = config_diff(led, collection, servers, source=source)
+        diff = projections.config_diff(led, collection, servers, source=source)
     verdict = diff.verdict
     lines = [
         f"saved config {diff.saved_digest[:12]}, current {diff.current_digest[:12]}"

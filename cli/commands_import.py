@@ -1,7 +1,8 @@
 """``rollout-ledger import``: bring in a run saved without a ledger (CLI-3).
 
-A thin shell over ``projections.import_run`` (REC-70..REC-74): parse the
-options, call it, render what it returns. ``cli.main`` registers it as
+A thin shell over ``projections.import_run`` (REC-70..REC-74) or, with
+``--from``, ``projections.import_into_store`` (SC-2): parse the options, call
+one of them, render what it returns. ``cli.main`` registers it as
 ``import`` (a Python keyword, hence the function's name).
 """
 
@@ -18,7 +19,7 @@ import click
 from cli.common import echo_json, out_argument, quiet_option, run_clock
 
 if TYPE_CHECKING:
-    from projections.importing import ImportResult
+    from projections import ImportResult, StoreImport
 
 __all__ = ["import_"]
 
@@ -82,23 +83,32 @@ def import_(
       rollout-ledger import 'postgresql://me@db:5432/runs?run=eval1' \\
           --from results/rollouts.jsonl
     """
-    from ledger import ConfigError
-    from projections import import_run
+    import ledger
+    import projections
 
     if source is not None:
-        if not isinstance(out, str):
-            raise ConfigError(
+        if not isinstance(out, str):  # OUT is a run URL exactly when a string
+            raise ledger.ConfigError(
                 f"--from loads a run into PostgreSQL: OUT must be a run URL "
                 f"(postgresql://USER@HOST:PORT/DB?run=NAME), not {out}"
             )
-        _import_into_store(out, source, inputs, skip_rejected, dry_run, quiet)
+        loaded = projections.import_into_store(
+            out,
+            source,
+            inputs=inputs,
+            skip_rejected=skip_rejected,
+            dry_run=dry_run,
+            clock=run_clock(),
+            progress_bar=lambda: _progress_bar(quiet=quiet),
+        )
+        click.echo(_store_text(loaded))
         return
     if isinstance(out, str):
-        raise ConfigError(
+        raise ledger.ConfigError(
             "a run on PostgreSQL is imported from a file-based one: add --from OUT"
         )
     with _progress_bar(quiet=quiet) as progress:
-        result = import_run(
+        result = projections.import_run(
             out,
             inputs=inputs,
             skip_rejected=skip_rejected,
@@ -112,40 +122,21 @@ def import_(
         click.echo(_text(result))
 
 
-def _import_into_store(
-    url: str,
-    source: Path,
-    inputs: str | None,
-    skip_rejected: bool,
-    dry_run: bool,
-    quiet: bool,
-) -> None:
-    from ledger import Ledger
-    from ledger.paths import RunPaths
-    from ledger.postgres.copy import load_into_store
-    from projections import import_run
-
-    if not RunPaths.of(source).db.exists():  # saved without a ledger: REC-70 first
-        with _progress_bar(quiet=quiet) as progress:
-            result = import_run(
-                source,
-                inputs=inputs,
-                skip_rejected=skip_rejected,
-                dry_run=dry_run,
-                clock=run_clock(),
-                progress=progress,
-            )
-        click.echo(_text(result))
-        if dry_run:
-            click.echo(f"would then load it into {url}")
-            return
-    if dry_run:
-        with Ledger.open(source) as led:
-            seq, digest = led.head()
-        click.echo(f"would load {seq} events (head {digest.hex()}) into {url}")
-        return
-    seq, digest = load_into_store(source, url)
-    click.echo(f"loaded {source} into {url}: {seq} events, head {digest.hex()}")
+def _store_text(loaded: StoreImport) -> str:
+    lines = [] if loaded.imported is None else [_text(loaded.imported)]
+    if loaded.head is None:  # a dry run of an import: nothing to load yet
+        lines.append(f"would then load it into {loaded.url}")
+    elif loaded.dry_run:
+        lines.append(
+            f"would load {loaded.seq} events (head {loaded.head.hex()}) into "
+            f"{loaded.url}"
+        )
+    else:
+        lines.append(
+            f"loaded {loaded.source} into {loaded.url}: {loaded.seq} events, head "
+            f"{loaded.head.hex()}"
+        )
+    return "\n".join(lines)
 
 
 @contextmanager

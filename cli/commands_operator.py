@@ -15,8 +15,7 @@ import click
 from cli.common import operator_actor, out_argument, reader, writer
 
 if TYPE_CHECKING:
-    from projections import RunState
-    from projections.actions import OperatorResult
+    from projections import Approval, OperatorResult
 
 __all__ = ["approve", "extend_attempts", "policy", "reset_budget"]
 
@@ -33,30 +32,26 @@ def _show(result: OperatorResult) -> None:
         click.echo(line)
 
 
-def _held_attempts(
-    state: RunState, reason_held: str | None, kind: str | None
-) -> list[tuple[int, int, int, str]]:
+def _one_attempt(
+    task: int | None, rollout: int | None, attempt: int | None
+) -> tuple[int, int, int] | None:
+    if task is None or rollout is None or attempt is None:
+        return None  # --all-held
+    return task, rollout, attempt
+
+
+def _approval_lines(approval: Approval, *, dry_run: bool) -> list[str]:
     from cli.render import decision_line
-    from projections.actions import held_attempts
 
+    verb = "would approve " if dry_run else "approve "
     return [
-        (task, rollout, d.attempt, decision_line(task, rollout, d))
-        for task, rollout, d in held_attempts(state, reason_held=reason_held, kind=kind)
-    ]
-
-
-def _named_attempt(
-    state: RunState, task: int, rollout: int, attempt: int
-) -> list[tuple[int, int, int, str]]:
-    from ledger import ConfigError
-
-    if rollout not in state.rollouts.get(task, {}):
-        raise ConfigError(
-            f"task {task}, rollout {rollout} is not among this run's rollouts",
-            key="task",
+        verb
+        + (
+            decision_line(c.task, c.rollout, c.held)
+            if c.held is not None
+            else f"task {c.task} rollout {c.rollout} attempt {c.attempt}"
         )
-    return [
-        (task, rollout, attempt, f"task {task} rollout {rollout} attempt {attempt}")
+        for c in approval.chosen
     ]
 
 
@@ -92,8 +87,7 @@ def approve(
       rollout-ledger approve results/rollouts.jsonl --all-held \\
           --reason-held masked_without_artifact --reason "artifacts lost" --dry-run
     """
-    from projections import replay
-    from projections.actions import approve as approve_attempts
+    import projections
 
     named = (task, rollout, attempt)
     if (all_held and named != (None, None, None)) or (not all_held and None in named):
@@ -103,22 +97,21 @@ def approve(
     if not all_held and (reason_held or kind):
         raise click.UsageError("--reason-held and --kind filter --all-held")
     with reader(out) if dry_run else writer(out) as led:
-        state = replay(led)
-        if all_held:
-            chosen = _held_attempts(state, reason_held, kind)
-        else:
-            chosen = _named_attempt(state, *named)  # type: ignore[arg-type]
-        for *_, line in chosen:
-            click.echo(("would approve " if dry_run else "approve ") + line)
-        if not chosen:
-            click.echo("no held rollout matches; nothing recorded")
-        elif not dry_run:
-            attempts = [(t, r, a) for t, r, a, _ in chosen]
-            _show(
-                approve_attempts(
-                    led, attempts, reason=reason, actor=operator_actor(), state=state
-                )
-            )
+        approval = projections.approve_held(
+            led,
+            attempt=_one_attempt(task, rollout, attempt),
+            reason_held=reason_held,
+            kind=kind,
+            reason=reason,
+            actor=operator_actor(),
+            dry_run=dry_run,
+        )
+    for line in _approval_lines(approval, dry_run=dry_run):
+        click.echo(line)
+    if not approval.chosen:
+        click.echo("no held rollout matches; nothing recorded")
+    elif approval.result is not None:
+        _show(approval.result)
 
 
 @click.command("reset-budget")
@@ -135,17 +128,15 @@ def reset_budget(out: Path, reason: str) -> None:
     Example:
       rollout-ledger reset-budget results/rollouts.jsonl --reason "judge outage"
     """
-    from ledger.events import FailureBudgetReset
-    from projections.actions import reset_budget as reset
+    import projections
 
     with writer(out) as led:
-        result = reset(led, reason=reason, actor=operator_actor())
-        body = result.recorded[0]
-        assert isinstance(body, FailureBudgetReset)
-        click.echo(
-            f"reset: sidecar lines < {body.excluded_lines} and seq <= {body.before_seq}"
-        )
-        _show(result)
+        result = projections.reset_budget(led, reason=reason, actor=operator_actor())
+    reset = result.state.budget_resets[-1]  # the one just recorded
+    click.echo(
+        f"reset: sidecar lines < {reset.excluded_lines} and seq <= {reset.before_seq}"
+    )
+    _show(result)
 
 
 @click.command("extend-attempts")
@@ -165,19 +156,21 @@ def extend_attempts(out: Path, total: int, reason: str) -> None:
     Example:
       rollout-ledger extend-attempts results/rollouts.jsonl 2 --reason "flaky judge"
     """
-    from projections.actions import extend_attempts as extend
+    import projections
 
     with writer(out) as led:
-        result = extend(led, total, reason=reason, actor=operator_actor())
-        state = result.state
-        if not result.recorded:  # REC-11: only a larger total is recorded
-            click.echo(
-                f"the extension in force is {state.extension} (cap {state.cap}); "
-                "nothing recorded"
-            )
-            return
-        click.echo(f"cap {result.previous.cap} -> {state.cap}")
-        _show(result)
+        result = projections.extend_attempts(
+            led, total, reason=reason, actor=operator_actor()
+        )
+    state = result.state
+    if not result.recorded:  # REC-11: only a larger total is recorded
+        click.echo(
+            f"the extension in force is {state.extension} (cap {state.cap}); "
+            "nothing recorded"
+        )
+        return
+    click.echo(f"cap {result.previous.cap} -> {state.cap}")
+    _show(result)
 
 
 def _setting(text: str) -> tuple[str, Any]:
@@ -218,17 +211,17 @@ def policy(out: Path, settings: tuple[str, ...], reason: str) -> None:
     """
     import msgspec
 
-    from projections.actions import set_policy
+    import projections
 
     wanted = dict(_setting(text) for text in settings)
     with writer(out) as led:
-        changes, result = set_policy(led, wanted, reason=reason, actor=operator_actor())
-        if not changes:
-            click.echo("the policy already has these values; nothing recorded")
-            return
-        for key, change in sorted(changes.items()):
-            old, new = (
-                msgspec.json.encode(v).decode() for v in (change.old, change.new)
-            )
-            click.echo(f"policy {key}: {old} -> {new}")
-        _show(result)
+        changes, result = projections.set_policy(
+            led, wanted, reason=reason, actor=operator_actor()
+        )
+    if not changes:
+        click.echo("the policy already has these values; nothing recorded")
+        return
+    for key, change in sorted(changes.items()):
+        old, new = (msgspec.json.encode(v).decode() for v in (change.old, change.new))
+        click.echo(f"policy {key}: {old} -> {new}")
+    _show(result)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -23,16 +23,6 @@ if TYPE_CHECKING:
 __all__ = ["create", "record", "resume"]
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
-
-
-def _with_agent(rows: list[Any], config: dict[str, Any]) -> list[Any]:
-    # CLI-2: a row without agent_ref takes the collection's agent_name.
-    agent = config.get("agent_name")
-    if isinstance(agent, str):
-        for row in rows:
-            if isinstance(row, dict) and "agent_ref" not in row:
-                row["agent_ref"] = {"name": agent}
-    return rows
 
 
 @click.command()
@@ -80,40 +70,25 @@ def create(
       rollout-ledger create results/rollouts.jsonl --inputs rows.jsonl \\
           --config collection.yaml --global-config servers.yaml
     """
-    from ledger import Ledger, RunLock, RunManifest, creation_policy
-    from ledger.run.plan_record import read_plan_rows
-    from projections import publish, replay
+    import projections
 
     collection = load_config(config)
     servers = load_global_config(global_configs)
-    rows = _with_agent(read_plan_rows(inputs)[0], collection)
-    clock = run_clock()
-    with RunLock(out) as lock:
-        run_policy = creation_policy(out, policy_file=policy)
-        manifest = RunManifest.create(
-            source,
-            rows,
-            collection,
-            servers,
-            max_rollout_attempts=max_attempts,
-            run_dir=out.parent if isinstance(out, Path) else None,
-            clock=clock,
-        )
-        with Ledger.create(
-            out,
-            manifest,
-            rows,
-            lock=lock,
-            policy=run_policy,
-            clock=clock,
-            journal_mode=journal_mode,
-        ) as led:
-            state = replay(led)
-            publish(led, state)
+    created = projections.create_run(
+        out,
+        inputs,
+        collection,
+        servers,
+        source=source,
+        max_attempts=max_attempts,
+        policy_file=policy,
+        journal_mode=journal_mode,
+        clock=run_clock(),
+    )
     click.echo(
-        f"created run {state.run_id}: {state.expected} rollouts of "
-        f"{len(state.rollouts)} tasks, cap {state.cap}, config "
-        f"{manifest.config_digest[:12]}, journal {journal_mode}"
+        f"created run {created.run_id}: {created.rollouts} rollouts of "
+        f"{created.tasks} tasks, cap {created.cap}, config "
+        f"{created.config_digest[:12]}, journal {created.journal_mode}"
     )
     servers_args = "".join(f" --global-config {path}" for path in global_configs)
     click.echo(f"next: rollout-ledger resume {out} --config {config}{servers_args}")
@@ -126,17 +101,6 @@ def _plan_lines(plan: Plan) -> list[str]:
         f"{len(plan.held)} held",
         f"  counts: {counts}",
     ]
-
-
-def _write_plan(path: Path, plan: Plan) -> None:
-    import msgspec
-
-    from ledger import atomic_replace
-
-    encode = msgspec.json.Encoder(order="deterministic").encode
-    lines = [encode(row) for row in plan.dispatch]
-    lines += [encode({"rejudge": item}) for item in plan.rejudge]
-    atomic_replace(path, b"".join(line + b"\n" for line in lines))
 
 
 @click.command()
@@ -195,17 +159,19 @@ def resume(
       rollout-ledger resume results/rollouts.jsonl --config collection.yaml \\
           --global-config servers.yaml --plan-out plan.jsonl
     """
-    from projections import resume as resume_run
+    import projections
+    from cli.render import verdict_lines
 
     if dry_run and plan_out is not None:
         raise click.UsageError("--plan-out releases a plan; --dry-run writes nothing")
     collection = load_config(config)
     servers = load_global_config(global_configs)
     with reader(out) if dry_run else writer(out) as led:
-        found = resume_run(
+        found = projections.resume_with_plan_file(
             led,
             collection,
             servers,
+            plan_out=plan_out,
             source=source,
             extend_attempts=extend_attempts,
             approvals=approvals,
@@ -215,10 +181,6 @@ def resume(
             reason=reason,
             dry_run=dry_run,
         )
-        if plan_out is not None:
-            _write_plan(plan_out, found.plan)
-    from cli.render import verdict_lines
-
     for line in verdict_lines(found.verdict) + _plan_lines(found.plan):
         click.echo(line)
     if plan_out is not None:
@@ -250,15 +212,12 @@ def record(out: Path, rows_file: Path) -> None:
     Example:
       rollout-ledger record results/rollouts.jsonl outcomes.jsonl
     """
-    from ledger.run.plan_record import read_plan_rows, record_plan_rows
-    from projections import publish, replay
+    import projections
 
-    rows, lines = read_plan_rows(rows_file)
-    with writer(out) as led:
-        counts = record_plan_rows(led, rows, lines=lines, source=str(rows_file))
-        publish(led, replay(led))
+    recorded = projections.record_outcomes(out, rows_file, clock=run_clock())
+    counts = recorded.counts
     parts = [f"{counts.get(kind, 0)} {name}" for kind, name in _RECORDED.items()]
     click.echo(
-        f"recorded {len(rows)} rows: {', '.join(parts)} "
+        f"recorded {recorded.rows} rows: {', '.join(parts)} "
         f"({counts.get('attempt_reserved', 0)} attempts reserved)"
     )

@@ -7,11 +7,14 @@ Each opens the run read-only and never writes (EV-12), except ``status
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from cli.common import echo_json, out_argument, progress, quiet_option, reader, writer
+
+if TYPE_CHECKING:
+    from projections import RunStatus
 
 __all__ = ["check", "export", "head", "history", "results", "status"]
 
@@ -23,12 +26,12 @@ def _sink(path: Path | None) -> Any:
     return click.open_file("-" if path is None else str(path), "wb", atomic=True)
 
 
-def _held(decisions: Any) -> list[dict[str, Any]]:
+def _held(status: RunStatus) -> list[dict[str, Any]]:
     fields = ("attempt", "reason", "kind", "rule")
     return [
-        {"task": task, "rollout": rollout} | {f: getattr(d, f) for f in fields}
-        for (task, rollout), d in decisions.items()
-        if d.value == "held"
+        {"task": h.task, "rollout": h.rollout}
+        | {f: getattr(h.decision, f) for f in fields}
+        for h in status.held
     ]
 
 
@@ -48,22 +51,17 @@ def status(out: Path, as_json: bool, publish: bool) -> None:
     Example:
       rollout-ledger status results/rollouts.jsonl --json
     """
+    import projections
     from cli.render import coverage_lines, decision_line, run_lines, run_summary
-    from projections import coverage, decide_all, replay
-    from projections import publish as publish_files
 
     with writer(out) if publish else reader(out) as led:
-        state = replay(led)
-        decisions = decide_all(state)
-        if publish:
-            publish_files(led, state, decisions)
-        repairs = [
-            {"file": p.file, "line": p.line, "what": p.what}
-            for p in led.pending_repairs()
-        ]
-    summary = run_summary(state)
-    cover = coverage(state, decisions).to_dict()
-    held = _held(decisions)
+        found = projections.status(led, publish=publish)
+    summary = run_summary(found.state)
+    cover = found.coverage.to_dict()
+    held = _held(found)
+    repairs = [
+        {"file": r.file, "line": r.line, "what": r.what} for r in found.pending_repairs
+    ]
     if as_json:
         echo_json(
             {
@@ -76,14 +74,10 @@ def status(out: Path, as_json: bool, publish: bool) -> None:
         return
     lines = run_lines(summary) + coverage_lines(cover)
     lines += [f"held ({len(held)}):"] if held else []
-    lines += [
-        "  " + decision_line(task, rollout, d)
-        for (task, rollout), d in decisions.items()
-        if d.value == "held"
-    ]
+    lines += ["  " + decision_line(h.task, h.rollout, h.decision) for h in found.held]
     lines += [f"pending repairs ({len(repairs)}):"] if repairs else []
     lines += [f"  {r['file']} line {r['line']}: {r['what']}" for r in repairs]
-    if publish:
+    if found.published:
         lines.append("published files rewritten from the log")
     for line in lines:
         click.echo(line)
@@ -102,12 +96,11 @@ def check(out: Path) -> None:
     Example:
       rollout-ledger check results/rollouts.jsonl || echo "not done: $?"
     """
-    from projections import check_complete, replay
+    import projections
 
     with reader(out) as led:
-        state = replay(led)
-    check_complete(state)
-    click.echo(f"complete: all {state.expected} rollouts are complete or omitted")
+        cover = projections.check_run(led)
+    click.echo(f"complete: all {cover.expected} rollouts are complete or omitted")
 
 
 @click.command()
@@ -138,11 +131,13 @@ def history(
     """
     import msgspec
 
+    import projections
     from cli.render import history_line
-    from projections import history as trail
 
     with reader(out) as led:
-        found = trail(led, task=task, rollout=rollout, kind=kind, since=since)
+        found = projections.history(
+            led, task=task, rollout=rollout, kind=kind, since=since
+        )
     if as_json:
         echo_json(
             {
@@ -181,15 +176,15 @@ def results(out: Path, output: Path | None, everything: bool, quiet: bool) -> No
     """
     import msgspec
 
-    from projections import coverage, replay, selected_results
+    import projections
 
     encode = msgspec.json.Encoder().encode
     with reader(out) as led, _sink(output) as sink:
-        state = replay(led)
-        total = state.expected if everything else coverage(state).decisions["complete"]
-        rows = selected_results(led, state, all=everything)
+        found = projections.result_rows(led, all=everything)
         written = 0
-        with progress(rows, length=total, label="results", quiet=quiet) as bar:
+        with progress(
+            found.rows, length=found.count, label="results", quiet=quiet
+        ) as bar:
             for row in bar:
                 sink.write(encode(row) + b"\n")
                 written += 1
@@ -226,41 +221,34 @@ def export(
     """
     import msgspec
 
+    import projections
+
     if files_dir is not None:
         _export_files(out, files_dir, output)
         return
 
     encode = msgspec.json.Encoder().encode
     with reader(out) as led, _sink(output) as sink:
-        length = led.head()[0]
-        rows = led.raw_events()
-        with progress(rows, length=length, label="export", quiet=quiet) as bar:
-            for row in bar:
-                line = {
-                    "seq": row.seq,
-                    "kind": row.kind,
-                    "at": row.at,
-                    "actor": row.actor,
-                    "body": msgspec.Raw(bytes(row.body)),
-                    "prev_hash": bytes(row.prev_hash).hex(),
-                    "hash": bytes(row.hash).hex(),
-                }
+        exported = projections.audit_export(led)
+        lines = exported.lines
+        with progress(lines, length=exported.count, label="export", quiet=quiet) as bar:
+            for line in bar:
                 sink.write(encode(line) + b"\n")
     if output is not None:
-        click.echo(f"wrote {length} events to {output}")
+        click.echo(f"wrote {exported.count} events to {output}")
 
 
 def _export_files(out: Path | str, folder: Path, output: Path | None) -> None:
-    from ledger import ConfigError
-    from ledger.postgres.copy import export_files
+    import ledger
 
     if output is not None:
-        raise ConfigError("give -o FILE or --files DIR, not both")
-    with reader(out) as led:
-        paths = export_files(led, folder)
-        seq, digest = led.head()
-    click.echo(f"wrote {paths.out} and its ledger: {seq} events, head {digest.hex()}")
-    click.echo(f"check it with: rollout-ledger verify {paths.out}")
+        raise ledger.ConfigError("give -o FILE or --files DIR, not both")
+    copied = ledger.copy_to_files(out, folder)
+    click.echo(
+        f"wrote {copied.out} and its ledger: {copied.seq} events, head "
+        f"{copied.head.hex()}"
+    )
+    click.echo(f"check it with: rollout-ledger verify {copied.out}")
 
 
 @click.command()

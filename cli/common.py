@@ -36,7 +36,15 @@ F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
 
 
-class RunTarget(click.ParamType):
+if TYPE_CHECKING:
+    # click 8.2 made ParamType generic (value, input); older versions are not,
+    # so the type arguments exist for the type checker only.
+    _OutType = click.ParamType[Path | str, Any]
+else:
+    _OutType = click.ParamType
+
+
+class RunTarget(_OutType):
     """``OUT``: a path, a run URL, or a run name in ``ROLLOUT_LEDGER_STORE`` (SC-1).
 
     A path becomes a ``Path``; a run URL (checked, never echoed with a
@@ -162,23 +170,20 @@ def operator_actor() -> str:
 
 
 @contextmanager
-def reader(out: Path, *, check_head: bool = True) -> Iterator[Ledger]:
+def reader(out: Path | str, *, check_head: bool = True) -> Iterator[Ledger]:
     """The run opened read-only: nothing is modified (EV-12)."""
-    from ledger import Ledger
+    import ledger
 
-    with Ledger.open(out, check_head=check_head) as led:
+    with ledger.open_run(out, check_head=check_head) as led:
         yield led
 
 
 @contextmanager
-def writer(out: Path) -> Iterator[Ledger]:
+def writer(out: Path | str) -> Iterator[Ledger]:
     """The run opened for writing under its lock, held for the command (EV-40)."""
-    from ledger import Ledger, RunLock
+    import ledger
 
-    # An existing run only: a reader's open refuses anything else with the
-    # message that helps, before the lock folder is made.
-    Ledger.open(out).close()
-    with RunLock(out) as lock, Ledger.open(out, lock=lock, clock=run_clock()) as led:
+    with ledger.open_run(out, write=True, clock=run_clock()) as led:
         yield led
 
 

@@ -19,6 +19,8 @@ from typing import Any
 
 import click
 
+from cli.common import load_config, load_global_config, reader, run_clock
+
 __all__ = ["demo"]
 
 MAX_ROUNDS = 12
@@ -106,20 +108,19 @@ def _write_config(folder: Path, *, parallel: int) -> None:
 
 
 def _create(folder: Path, rollouts: int) -> Path:
-    from omegaconf import OmegaConf
-
-    from ledger import Ledger, RunLock, RunManifest
+    import projections
 
     _write_config(folder, parallel=32)
-    config = OmegaConf.load(folder / "collection.yaml")
-    servers = OmegaConf.load(folder / "servers.yaml")
-    rows = _inputs(rollouts)
     out = folder / "rollouts.jsonl"
-    with RunLock(out) as lock:
-        manifest = RunManifest.create(
-            None, rows, config, servers, max_rollout_attempts=3
-        )
-        Ledger.create(out, manifest, rows, lock=lock).close()
+    # The create command's own call, so a demo run starts as any run does.
+    projections.create_run(
+        out,
+        _inputs(rollouts),
+        load_config(folder / "collection.yaml"),
+        load_global_config([folder / "servers.yaml"]),
+        max_attempts=3,
+        clock=run_clock(),
+    )
     return out
 
 
@@ -152,25 +153,23 @@ def _round(folder: Path, seed: int, *, die_in_wave: int | None) -> list[str]:
 
 
 def _unfinished(out: Path) -> tuple[bool, str]:
-    from ledger import Ledger, RecoveryIncomplete
-    from projections import check_complete, replay
+    import ledger
+    import projections
 
-    with Ledger.open(out) as led:
-        state = replay(led)
     try:
-        check_complete(state)
-    except RecoveryIncomplete as exc:
+        with reader(out) as led:
+            projections.check_run(led)
+    except ledger.RecoveryIncomplete as exc:
         return exc.retryable, str(exc)
     return False, "complete: every rollout is complete or omitted"
 
 
 def _report(out: Path) -> None:
-    from ledger import Ledger
-    from projections import coverage, replay, verify
+    import projections
 
-    with Ledger.open(out) as led:
-        cov = coverage(replay(led)).to_dict()
-        findings = verify(led)
+    with reader(out) as led:
+        cov = projections.status(led).coverage.to_dict()
+        findings = projections.verify_run(led).findings
     click.echo(
         f"\ncoverage of {cov['expected']} rollouts (as of seq {cov['as_of_seq']}):"
     )

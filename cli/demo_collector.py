@@ -23,9 +23,10 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+import projections
 from cli.demo_sim import judge_again, simulate
 from ledger import AsyncRecorder, Ledger, RunLock
-from projections import Plan, resume
+from projections import Plan
 
 WAVE = 32  # rows sent at once, like NeMo Gym's num_samples_in_parallel
 
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     config, servers = load_configs(args.folder)
     out = args.folder / "rollouts.jsonl"
     with RunLock(out) as lock, Ledger.open(out, lock=lock) as led:
-        result = resume(led, config, servers, reason="demo collector")
+        result = projections.resume(led, config, servers, reason="demo collector")
         counts = result.plan.counts
         print(
             f"plan: dispatch {len(result.plan.dispatch)}, rejudge "

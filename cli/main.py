@@ -46,9 +46,9 @@ class LedgerGroup(click.Group):
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise  # --help, usage errors: click's own (P-6: no library import)
         except Exception as exc:
-            from ledger.errors import LedgerError
+            import ledger
 
-            if not isinstance(exc, LedgerError):
+            if not isinstance(exc, ledger.LedgerError):
                 raise  # a bug: exit 1 with its traceback (CLI-1)
             click.echo(f"rollout-ledger: {exc}", err=True)
             sys.exit(exc.exit_code)

@@ -10,6 +10,14 @@ could not be read or written; exit 5) are the two error kinds for misuse and
 storage; ``resolve_out`` turns ``OUT`` as a person writes it (a path, a run
 URL, a run name in ``ROLLOUT_LEDGER_STORE``, a folder holding one run) into
 what ``Ledger.open`` and ``RunLock`` take.
+
+What the commands call, one function each: ``open_run`` (a run opened
+read-only, or as its writer under the lock), ``doctor`` (the environment
+checks, a ``DoctorReport``), ``copy_to_files`` and ``copy_into_store`` (a run
+copied to its other home, a ``CopiedRun``), ``read_plan_rows`` and
+``record_plan_rows`` (a plan file's outcome rows, recorded in one
+transaction); with the values they use, ``RunPaths`` (the files of one run)
+and ``ImportReport`` (what ``import_legacy_run`` recorded).
 """
 
 from ledger import events
@@ -72,6 +80,15 @@ from ledger.run.ledger import Ledger
 from ledger.run.lock import RunLock
 from ledger.store.registry import resolve_out
 
+# isort: split
+# What the commands call (one library function each) and the values they use.
+from ledger.legacy.importer import ImportReport
+from ledger.paths import RunPaths
+from ledger.run.doctor_report import DoctorReport, doctor
+from ledger.run.opening import open_run
+from ledger.run.plan_record import read_plan_rows, record_plan_rows
+from ledger.run.transfer import CopiedRun, copy_into_store, copy_to_files
+
 __all__ = [
     "FAILURE_KINDS",
     "NG_NO_GENERATION_METADATA",
@@ -79,9 +96,12 @@ __all__ = [
     "Clock",
     "ConcurrencyConflict",
     "ConfigError",
+    "CopiedRun",
     "CorruptLedger",
+    "DoctorReport",
     "Drift",
     "IdentityMismatch",
+    "ImportReport",
     "JudgeAdmission",
     "Ledger",
     "LedgerError",
@@ -93,15 +113,19 @@ __all__ = [
     "RowFacts",
     "RunLock",
     "RunManifest",
+    "RunPaths",
     "StorageError",
     "UnknownEvent",
     "applied_result_class",
     "atomic_replace",
     "classify_key",
     "config_identity",
+    "copy_into_store",
+    "copy_to_files",
     "creation_policy",
     "credential_safe",
     "diff_keys",
+    "doctor",
     "drift",
     "events",
     "facts_rules",
@@ -127,7 +151,10 @@ __all__ = [
     "masked_without_artifact_kind",
     "max_rollout_attempts",
     "model_calls",
+    "open_run",
     "publish_json",
+    "read_plan_rows",
+    "record_plan_rows",
     "resolve_out",
     "rollout_id",
     "rollout_wallclock",

@@ -8,6 +8,16 @@ check and plan; ``replan`` releases what the decisions allow; ``publish``,
 operator actions (``approve``, ``reset_budget``, ``extend_attempts``,
 ``set_policy``). Everything not in ``__all__`` is
 private and may move.
+
+Each command calls one of these and renders what it returns: ``create_run``
+(a ``CreatedRun``), ``resume_with_plan_file`` (a ``Resume``, its plan written
+as a plan file), ``record_outcomes`` (``RecordedOutcomes``), ``status`` (a
+``RunStatus``), ``check_run`` (the ``Coverage`` of a complete run),
+``history``, ``verify_run`` (a ``Verification``), ``approve_held`` (an
+``Approval``), ``reset_budget``, ``extend_attempts``, ``set_policy``,
+``config_diff``, ``result_rows`` (``ResultRows``), ``audit_export`` (an
+``AuditExport``), ``import_run`` (an ``ImportResult``) and
+``import_into_store`` (a ``StoreImport``).
 """
 
 from projections.actions import (
@@ -38,25 +48,53 @@ from projections.resume import Resume, resume
 from projections.state import RunState
 from projections.verify import Finding, verify
 
+# isort: split
+# What the commands call (one library function each) and the values returned.
+from projections.actions import Approval, approve_held
+from projections.create import CreatedRun, create_run
+from projections.export import AuditExport, audit_export
+from projections.importing import ImportResult, StoreImport, import_into_store
+from projections.plan_file import (
+    RecordedOutcomes,
+    record_outcomes,
+    resume_with_plan_file,
+)
+from projections.results import ResultRows, result_rows
+from projections.status import RunStatus, check_run, status
+from projections.verify import Verification, verify_run
+
 __all__ = [
+    "Approval",
+    "AuditExport",
     "ConfigDiff",
     "Coverage",
+    "CreatedRun",
     "Decision",
     "Finding",
     "GateVerdict",
     "HeldItem",
     "History",
     "HistoryEntry",
+    "ImportResult",
     "KeyDiff",
     "OperatorResult",
     "Plan",
+    "RecordedOutcomes",
     "RejudgeItem",
+    "ResultRows",
     "Resume",
     "RunState",
+    "RunStatus",
+    "StoreImport",
+    "Verification",
     "approve",
+    "approve_held",
+    "audit_export",
     "check_complete",
+    "check_run",
     "config_diff",
     "coverage",
+    "create_run",
     "decide",
     "decide_all",
     "excluded_sidecar_lines",
@@ -64,13 +102,19 @@ __all__ = [
     "gate",
     "held_attempts",
     "history",
+    "import_into_store",
     "import_run",
     "publish",
+    "record_outcomes",
     "replan",
     "replay",
     "reset_budget",
+    "result_rows",
     "resume",
+    "resume_with_plan_file",
     "selected_results",
     "set_policy",
+    "status",
     "verify",
+    "verify_run",
 ]

@@ -3,7 +3,9 @@
 Each builds its event from the replayed state, appends it at the head that
 state saw (a concurrent append is a ``ConcurrencyConflict``), replays, and
 republishes. The result holds the decisions before and after, so a caller can
-show what changed in the plan. The caller holds the run lock (a writer ledger).
+show what changed in the plan. The caller holds the run lock (a writer ledger);
+``approve_held`` with ``dry_run`` only reads, and chooses the attempts the
+``approve`` command names.
 """
 
 from __future__ import annotations
@@ -30,9 +32,12 @@ from projections.state import RunState
 from projections.verify import verify
 
 __all__ = [
+    "Approval",
+    "ApprovalChoice",
     "OperatorResult",
     "append_operator_events",
     "approve",
+    "approve_held",
     "extend_attempts",
     "held_attempts",
     "reset_budget",
@@ -91,15 +96,71 @@ def approve(
     state = replay(ledger) if state is None else state
     bodies: list[Event] = []
     for task, rollout, attempt in attempts:
-        if rollout not in state.rollouts.get(task, {}):
-            raise ConfigError(
-                f"task {task}, rollout {rollout} is not among this run's rollouts",
-                key="task",
-            )
+        _require_rollout(state, task, rollout)
         bodies.append(
             RerunApproved(task=task, rollout=rollout, attempt=attempt, reason=reason)
         )
     return append_operator_events(ledger, state, bodies, actor=actor)
+
+
+def _require_rollout(state: RunState, task: int, rollout: int) -> None:
+    if rollout not in state.rollouts.get(task, {}):
+        raise ConfigError(
+            f"task {task}, rollout {rollout} is not among this run's rollouts",
+            key="task",
+        )
+
+
+class ApprovalChoice(msgspec.Struct, frozen=True):
+    """An attempt an approval names; ``held``: its decision, when chosen as held."""
+
+    task: int
+    rollout: int
+    attempt: int
+    held: Decision | None = None
+
+
+class Approval(msgspec.Struct, frozen=True, kw_only=True):
+    """The attempts an approval names, and what recording them did."""
+
+    chosen: tuple[ApprovalChoice, ...]
+    #: ``None`` when nothing was recorded (a dry run, or no attempt chosen).
+    result: OperatorResult | None
+
+
+def approve_held(
+    ledger: Ledger,
+    *,
+    attempt: tuple[int, int, int] | None = None,
+    reason_held: str | None = None,
+    kind: str | None = None,
+    reason: str,
+    actor: str,
+    dry_run: bool = False,
+) -> Approval:
+    """REC-25: approve the named ``attempt``, else every held rollout's attempt.
+
+    ``reason_held`` and ``kind`` narrow the held rollouts (REC-26); with
+    ``dry_run`` the chosen attempts are returned and nothing is recorded.
+    """
+    if attempt is not None and (reason_held or kind):
+        raise ConfigError("reason_held and kind narrow held rollouts, not an attempt")
+    state = replay(ledger)
+    if attempt is None:
+        chosen = tuple(
+            ApprovalChoice(task, rollout, decision.attempt, decision)
+            for task, rollout, decision in held_attempts(
+                state, reason_held=reason_held, kind=kind
+            )
+        )
+    else:
+        _require_rollout(state, attempt[0], attempt[1])
+        chosen = (ApprovalChoice(*attempt),)
+    if dry_run or not chosen:
+        return Approval(chosen=chosen, result=None)
+    named = [(c.task, c.rollout, c.attempt) for c in chosen]
+    result = approve(ledger, named, reason=reason, actor=actor, state=state)
+    return Approval(chosen=chosen, result=result)
 
 
 def extend_attempts(

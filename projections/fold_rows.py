@@ -20,7 +20,7 @@ from ledger.errors import UnknownEvent
 from ledger.event_views import FailureSavedRawFacts, ResultSavedRawFacts
 from ledger.rows.facts import RowFacts
 from ledger.store.decode import decode_row
-from ledger.store.sqlite import EventRow
+from ledger.store.port import EventRow
 from projections.fold import HANDLERS, NEEDS_AT, FoldStep, Outcome
 from projections.state import RESERVED
 

@@ -3,23 +3,37 @@
 ``ledger.import_legacy_run`` writes the log; this module replays it, writes the
 published files under the run lock and returns the coverage. With
 ``dry_run`` the would-be events are folded in memory and nothing is written.
+``import_into_store`` loads a file-based run into a run in a store (SC-2),
+importing it beside its files first when it was saved without a ledger.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from ledger import Ledger, RunLock, import_legacy_run
-from ledger.legacy.importer import ImportReport
+from ledger import (
+    Clock,
+    ImportReport,
+    Ledger,
+    RunLock,
+    RunPaths,
+    copy_into_store,
+    import_legacy_run,
+)
 from projections.coverage import Coverage, coverage
 from projections.publish import publish
 from projections.replay import replay
 from projections.state import RunState
 
-__all__ = ["ImportResult", "import_run"]
+__all__ = ["ImportResult", "StoreImport", "import_into_store", "import_run"]
+
+#: Called with the bytes read so far and the bytes to read in all.
+Progress = Callable[[int, int], None]
 
 
 class ImportResult(msgspec.Struct, frozen=True):
@@ -47,6 +61,74 @@ def import_run(out: Path | str, **options: Any) -> ImportResult:
         return _import_and_publish(out, lock, options)
     with RunLock(out) as held:
         return _import_and_publish(out, held, options)
+
+
+class StoreImport(msgspec.Struct, frozen=True, kw_only=True):
+    """A file-based run loaded into a store's run, or with ``dry_run`` not yet."""
+
+    url: str
+    source: str
+    #: The import of a run saved without a ledger, made first (REC-70).
+    imported: ImportResult | None
+    #: The loaded run's last seq and head hash, the source's; ``None`` when
+    #: a dry run imported nothing to load.
+    seq: int | None
+    head: bytes | None
+    dry_run: bool
+
+
+def import_into_store(
+    url: str,
+    source: Path | str,
+    *,
+    inputs: Path | str | None = None,
+    skip_rejected: bool = False,
+    dry_run: bool = False,
+    clock: Clock | None = None,
+    progress_bar: Callable[[], AbstractContextManager[Progress | None]] | None = None,
+) -> StoreImport:
+    """Load the file-based run at ``source`` into the new run at ``url`` (SC-2).
+
+    A run saved without a ledger is imported beside its files first (REC-70,
+    with ``inputs``, ``skip_rejected`` and ``clock`` as ``import_run`` takes
+    them); ``progress_bar`` is entered for that import only, and gives the
+    callback its progress is reported to. ``dry_run`` writes nothing: it
+    reports the import that would be made, or the head that would be loaded.
+    """
+    imported = None
+    if not RunPaths.of(source).db.exists():  # saved without a ledger
+        with (progress_bar or nullcontext)() as progress:
+            imported = import_run(
+                source,
+                inputs=inputs,
+                skip_rejected=skip_rejected,
+                dry_run=dry_run,
+                clock=clock,
+                progress=progress,
+            )
+        if dry_run:
+            return StoreImport(
+                url=url,
+                source=str(source),
+                imported=imported,
+                seq=None,
+                head=None,
+                dry_run=True,
+            )
+    if dry_run:
+        with Ledger.open(source) as led:
+            seq, head = led.head()
+    else:
+        copied = copy_into_store(source, url)
+        seq, head = copied.seq, copied.head
+    return StoreImport(
+        url=url,
+        source=str(source),
+        imported=imported,
+        seq=seq,
+        head=head,
+        dry_run=dry_run,
+    )
 
 
 def _import_and_publish(

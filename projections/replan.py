@@ -27,7 +27,7 @@ from ledger.events import (
     Location,
     ResultSaved,
 )
-from ledger.store.sqlite import EventRow
+from ledger.store.port import EventRow
 from projections.decide import Decision, decide_all
 from projections.plan import Plan, PlanKeys, RejudgeItem, plan_keys
 from projections.replay import replay

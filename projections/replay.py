@@ -24,7 +24,7 @@ from ledger.event_views import RunCreatedPolicy
 from ledger.policy.log import policy_from_events
 from ledger.policy.model import RecoveryPolicy
 from ledger.store.decode import decode_row
-from ledger.store.sqlite import EventRow
+from ledger.store.port import EventRow
 from projections.bulk import gc_paused
 from projections.fold import FoldStep, fold_events
 from projections.fold_rows import FAST_DECODER, FoldRow, RowFold

@@ -3,12 +3,14 @@
 The selected result of every ``complete`` rollout, in materialized order, read
 from its recorded location (for ``rejudged``, the re-judgment's row), with
 ``_ng_decision`` and ``reward`` set to the decided score. Superseded attempts,
-duplicates and retried masked rows never appear.
+duplicates and retried masked rows never appear. ``result_rows`` replays and
+decides once, and says how many rows the stream will hold (for a progress bar).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -16,10 +18,23 @@ import msgspec
 from ledger import CorruptLedger, Ledger
 from ledger.events import Location
 from ledger.store.port import RowReader, RunFiles
+from projections.coverage import coverage
 from projections.decide import Decision, decide_all
+from projections.replay import replay
 from projections.state import RolloutState, RunState
 
-__all__ = ["selected_results"]
+__all__ = ["ResultRows", "result_rows", "selected_results"]
+
+Decisions = dict[tuple[int, int], Decision]
+
+
+@dataclass(frozen=True)
+class ResultRows:
+    """The rows ``results`` writes, streamed, and how many there will be."""
+
+    count: int
+    rows: Iterator[dict[str, Any]]
+
 
 #: Rows read per query (or per pass over the files) by ``selected_results``.
 _CHUNK = 512
@@ -91,7 +106,20 @@ def selected_results(
     all: bool = False,
 ) -> Iterator[dict[str, Any]]:
     """CLI-12's rows, streamed; ``all`` adds every other rollout with its decision."""
+    yield from _selected(ledger, state, decide_all(state), all=all)
+
+
+def result_rows(ledger: Ledger, *, all: bool = False) -> ResultRows:
+    """CLI-12's rows of the run as its log stands, and their number."""
+    state = replay(ledger)
     decisions = decide_all(state)
+    count = state.expected if all else coverage(state, decisions).decisions["complete"]
+    return ResultRows(count, _selected(ledger, state, decisions, all=all))
+
+
+def _selected(
+    ledger: Ledger, state: RunState, decisions: Decisions, *, all: bool
+) -> Iterator[dict[str, Any]]:
     sources = {
         key: _source_seq(state.rollout(*key), decision)
         for key, decision in decisions.items()

@@ -4,7 +4,7 @@ The hash chain (EV-2), every recorded row against its file (bytes present,
 sha256 equal), unrecorded or torn bytes (EV-12, pending repair), two refolds
 from seq 1 compared byte for byte (R-3), the materialized inputs' digest, and
 the published files against fresh projections (events.md). A reader's job:
-nothing is modified.
+nothing is modified. ``verify_run`` adds the head the findings are about.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from projections.publish import rendered_files
 from projections.replay import replay
 from projections.state import RunState
 
-__all__ = ["Finding", "verify"]
+__all__ = ["Finding", "Verification", "verify", "verify_run"]
 
 _CHUNK = 1 << 20
 
@@ -45,6 +45,14 @@ class Finding(msgspec.Struct, frozen=True):
         if self.file is not None:
             where = f"{self.file}" + (f" line {self.line}" if self.line else "") + ": "
         return f"{self.check}: {where}{self.message}"
+
+
+class Verification(msgspec.Struct, frozen=True, kw_only=True):
+    """The findings of ``verify`` (empty: all hold) and the head they are about."""
+
+    findings: tuple[Finding, ...]
+    seq: int
+    head: bytes
 
 
 def _chain(ledger: Ledger) -> list[Finding]:
@@ -260,3 +268,10 @@ def verify(ledger: Ledger) -> list[Finding]:
         findings += _snapshot(ledger, state)
         findings += _safely("snapshot", _index_snapshot, ledger)
     return findings
+
+
+def verify_run(ledger: Ledger) -> Verification:
+    """``verify``, and the run's last seq and head hash."""
+    findings = verify(ledger)
+    seq, head = ledger.head()
+    return Verification(findings=tuple(findings), seq=seq, head=head)

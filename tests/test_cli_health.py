@@ -165,7 +165,7 @@ def test_cli_1_a_bug_is_exit_1_with_its_traceback(
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr("projections.replay", broken)
+    monkeypatch.setattr("projections.status", broken)
     with pytest.raises(RuntimeError, match="a bug"):
         cli_run.invoke("status", cli_run.out)
     result = CliRunner().invoke(main, ["status", str(cli_run.out)])

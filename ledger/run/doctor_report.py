@@ -1,0 +1,103 @@
+"""``doctor`` (CLI-14): the environment checks for one run, and what they advise.
+
+For a run beside ``OUT``: whether ``flock`` holds across processes, whether
+SQLite's WAL is safe on this filesystem, free space, and who holds the run
+lock (EV-42; the checks are ``ledger.run.doctor``'s), with the journal mode
+to create runs with here. For a run in a store, which has no filesystem of its
+own: that the store answers, how an append is made durable, and who holds
+the run's lock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ledger.errors import ConfigError
+from ledger.paths import RunPaths
+from ledger.run.doctor import (
+    Check,
+    flock_check,
+    free_space_check,
+    lock_holder_check,
+    wal_check,
+)
+from ledger.run.ledger import Ledger
+from ledger.store.registry import home_for, resolve_out
+
+__all__ = ["DoctorReport", "doctor"]
+
+
+@dataclass(frozen=True)
+class DoctorReport:
+    """Each check in order, the run's journal mode and the advice that follows."""
+
+    checks: tuple[Check, ...]
+    #: ``wal``, ``delete``, ``postgresql``; ``None`` when the run has no ledger yet.
+    journal_mode: str | None
+    advice: str
+    #: Whether ``flock`` holds across processes here (two collectors could
+    #: otherwise own one run).
+    flock_enforced: bool
+
+
+def doctor(out: Path | str) -> DoctorReport:
+    """The checks for the run at ``out`` (a path, or a run URL as a string)."""
+    target = resolve_out(out) if isinstance(out, str) else out
+    if home_for(target).folder is None:  # a run kept in a store: no filesystem
+        return _store_report(str(target))
+    return _folder_report(Path(target))
+
+
+def _journal_advice(mode: str | None, wal_ok: bool) -> str:
+    if mode is None:
+        return (
+            "create runs here with --journal-mode wal"
+            if wal_ok
+            else "create runs here with --journal-mode delete (WAL is unsafe here)"
+        )
+    if mode == "wal" and not wal_ok:
+        return (
+            "this run uses WAL where it is unsafe: keep one writer node and no "
+            "readers elsewhere, or create new runs with --journal-mode delete"
+        )
+    return f"{mode} suits this filesystem"
+
+
+def _folder_report(out: Path) -> DoctorReport:
+    paths = RunPaths.of(out)
+    if not paths.folder.is_dir():
+        raise ConfigError(f"the run folder {paths.folder} does not exist")
+    mode = head = None
+    if paths.db.exists():
+        with Ledger.open(out) as led:
+            mode, head = led.journal_mode, led.head()[0]
+    probe_dir = paths.ledger_dir if paths.ledger_dir.is_dir() else paths.folder
+    checks = (
+        flock_check(probe_dir),
+        wal_check(out, probe_dir, head),
+        free_space_check(probe_dir),
+        lock_holder_check(paths.lock),
+    )
+    advice = _journal_advice(mode, checks[1].ok)
+    return DoctorReport(checks, mode, advice, flock_enforced=checks[0].ok)
+
+
+def _store_report(url: str) -> DoctorReport:
+    # EV-42's checks are about a filesystem; a run in a store has none.
+    with Ledger.open(url) as led:
+        seq = led.head()[0]
+        holder = led.lock_holder()
+    lock = f"held by {holder}" if holder else "free"
+    checks = (
+        Check("store", True, f"{url} answers; the run holds {seq} events"),
+        Check(
+            "durability",
+            True,
+            "an append returns once the server's commit is flushed "
+            "(synchronous_commit = on)",
+        ),
+        Check("run lock", True, f"{lock} (a session advisory lock, SC-4)"),
+    )
+    advice = "flock and WAL checks do not apply here"
+    return DoctorReport(checks, "postgresql", advice, flock_enforced=True)

@@ -1,0 +1,106 @@
+"""The plan file (CLI-4, CLI-5): a released plan as JSON Lines, and its outcomes.
+
+A collector that cannot call the Python API runs a plan file that ``resume``
+writes: the rows to dispatch, each stamped with its attempt, then one
+``{"rejudge": {...}}`` line per released re-judgment. It hands back its
+outcome rows, which ``record_outcomes`` reserves and records in one
+transaction (``ledger.record_plan_rows``) before republishing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from ledger import (
+    Clock,
+    ConfigError,
+    Ledger,
+    atomic_replace,
+    open_run,
+    read_plan_rows,
+    record_plan_rows,
+)
+from projections.plan import Plan
+from projections.publish import publish
+from projections.replay import replay
+from projections.resume import Resume, resume
+
+__all__ = [
+    "RecordedOutcomes",
+    "record_outcomes",
+    "resume_with_plan_file",
+    "write_plan_file",
+]
+
+_ENCODE = msgspec.json.Encoder(order="deterministic").encode
+
+
+class RecordedOutcomes(msgspec.Struct, frozen=True):
+    """How many rows a plan file's outcomes held, and the events they became."""
+
+    rows: int
+    #: Events appended, by kind (``attempt_reserved``, ``result_saved``, ...).
+    counts: dict[str, int]
+
+
+def write_plan_file(path: Path | str, plan: Plan) -> None:
+    """``plan`` as a plan file (replaced atomically): dispatch rows, re-judgments."""
+    lines = [_ENCODE(row) for row in plan.dispatch]
+    lines += [_ENCODE({"rejudge": item}) for item in plan.rejudge]
+    atomic_replace(Path(path), b"".join(line + b"\n" for line in lines))
+
+
+def resume_with_plan_file(
+    ledger: Ledger,
+    config: Any,
+    global_config: Any,
+    *,
+    plan_out: Path | str | None = None,
+    source: Path | str | None = None,
+    extend_attempts: int = 0,
+    approvals: Path | str | Iterable[tuple[int, int, int]] | None = None,
+    retry_terminal_timeouts: bool | None = None,
+    allow_unsafe: bool = False,
+    longest_first: bool = False,
+    reason: str | None = None,
+    dry_run: bool = False,
+) -> Resume:
+    """``resume``, then the released plan written to ``plan_out`` when given."""
+    if dry_run and plan_out is not None:
+        raise ConfigError("a dry run releases no plan, so it writes no plan file")
+    found = resume(
+        ledger,
+        config,
+        global_config,
+        source=source,
+        extend_attempts=extend_attempts,
+        approvals=approvals,
+        retry_terminal_timeouts=retry_terminal_timeouts,
+        allow_unsafe=allow_unsafe,
+        longest_first=longest_first,
+        reason=reason,
+        dry_run=dry_run,
+    )
+    if plan_out is not None:
+        write_plan_file(plan_out, found.plan)
+    return found
+
+
+def record_outcomes(
+    out: Path | str, rows_file: Path | str, *, clock: Clock | None = None
+) -> RecordedOutcomes:
+    """Record a plan file's outcome rows in the run at ``out``, then republish.
+
+    The rows are read before the run is opened, so a file that is not JSON
+    Lines is refused without taking the lock; a row that fits no released
+    attempt or re-judgment refuses the whole file (CLI-5).
+    """
+    rows, lines = read_plan_rows(rows_file)
+    with open_run(out, write=True, clock=clock) as led:
+        counts = record_plan_rows(led, rows, lines=lines, source=str(rows_file))
+        publish(led, replay(led))
+    return RecordedOutcomes(len(rows), counts)
