@@ -24,12 +24,12 @@ from ledger.errors import ConfigError, CorruptLedger, StorageError
 from ledger.events import Location
 from ledger.files import atomic_replace, fsync_dir
 from ledger.paths import RunPaths
-from ledger.postgres.store import NewRow, PostgresStore
+from ledger.postgres.store import PostgresStore
 from ledger.postgres.url import RunUrl
 from ledger.run.ledger import Ledger
 from ledger.run.lock import RunLock
 from ledger.store.decode import decode_row
-from ledger.store.port import EventRow, NewEvent
+from ledger.store.port import EventRow, NewEvent, NewRow
 from ledger.store.sqlite import SQLiteStore
 
 __all__ = ["PUBLISHED_NAMES", "export_files", "import_into_store", "load_into_store"]

@@ -14,15 +14,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, NamedTuple
+from typing import Any
 
 import psycopg
 
 from ledger.postgres.schema import SCHEMA
-from ledger.store.port import EventRow
+from ledger.store.port import EventRow, NewRow
 
 __all__ = [
-    "NewRow",
     "StoreFilesMixin",
     "file_pieces",
     "pieces_at",
@@ -76,14 +75,6 @@ def pieces_at(
         for position, data in cur.execute(_PIECES_AT, params).fetchall():
             found[int(position) - 1] = bytes(data)
     return found
-
-
-class NewRow(NamedTuple):
-    """An outcome row's bytes and where a file-based run holds them (SC-2)."""
-
-    file: str
-    offset: int
-    data: bytes
 
 
 _INSERT_ROW = (

@@ -14,30 +14,27 @@ the coordinator released, and otherwise only reads.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
-from ledger.events import Event
 from ledger.postgres.advisory import AdvisoryRunLock, acquire_run_lock
 from ledger.postgres.schema import migrate, translate
-from ledger.postgres.store import NewRow, PostgresStore
+from ledger.postgres.store import PostgresStore
 from ledger.postgres.url import RunUrl
 from ledger.store.materialize import MaterializedInputs
 from ledger.store.port import (
-    EventRow,
     NewEvent,
     OpenRun,
-    Prepared,
     RowReader,
     RunNames,
-    locate,
 )
+from ledger.store.row_store_sink import RowStoreSink
 
-__all__ = ["AdvisoryLock", "PostgresHome", "StoreFiles", "StoreSink"]
+__all__ = ["AdvisoryLock", "PostgresHome", "StoreFiles"]
 
 
 @dataclass(frozen=True)
@@ -100,51 +97,14 @@ class PostgresHome:
     def check_opened(self, opened: OpenRun) -> None:
         """Nothing more: the inputs are stored with ``run_created`` (SC-2)."""
 
-    def sink(self, opened: OpenRun) -> StoreSink:
+    def sink(self, opened: OpenRun) -> RowStoreSink:
         """Rows stored with their events, located under the head lock (SC-2)."""
         assert isinstance(opened.store, PostgresStore)
-        return StoreSink(opened.store)
+        return RowStoreSink(opened.store)
 
     def lock_part(self) -> AdvisoryLock:
         """The run's session advisory lock, on a connection of its own (SC-4)."""
         return AdvisoryLock(self.url)
-
-
-class StoreSink:
-    """The write path of a run on PostgreSQL: each row with its event (SC-2)."""
-
-    def __init__(self, store: PostgresStore) -> None:
-        self._store = store
-
-    def commit(
-        self,
-        ops: Sequence[Prepared],
-        *,
-        encode: Callable[[Event], NewEvent],
-        recorded_ends: Mapping[str, tuple[int, int]],
-        written: bool = False,
-    ) -> tuple[list[EventRow], list[Event]]:
-        """Locate each row where its file ends under the head lock; append both."""
-        # With many writers, where a row lands is known only once the run's
-        # head is locked: the ends come from the store, not this writer's index.
-        bodies: list[Event] = []
-
-        def build(
-            ends: dict[str, list[int]],
-        ) -> tuple[list[NewEvent], list[NewRow | None]]:
-            bodies[:] = locate(ops, ends)
-            rows = [
-                None
-                if op.file is None or op.location is None
-                else NewRow(op.file, op.location.offset, op.data)
-                for op in ops
-            ]
-            return [encode(body) for body in bodies], rows
-
-        return self._store.append_built(build), bodies
-
-    def close(self) -> None:
-        """Nothing held: the store closes with the ledger."""
 
 
 class StoreFiles:

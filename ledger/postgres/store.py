@@ -27,7 +27,6 @@ from ledger.errors import (
 )
 from ledger.postgres.advisory import AdvisoryRunLock, acquire_run_lock, current_holder
 from ledger.postgres.files import (
-    NewRow,
     StoreFilesMixin,
     insert_rows,
     read_file_ends,
@@ -39,7 +38,7 @@ from ledger.postgres.schema import PACKAGE_VERSION, PG_SCHEMA_VERSION, SCHEMA, m
 from ledger.postgres.schema import translate as _translate
 from ledger.postgres.url import RunUrl
 from ledger.store.chain import chained_rows
-from ledger.store.port import EventRow, NewEvent
+from ledger.store.port import Builder, EventRow, NewEvent, NewRow
 
 __all__ = [
     "PG_SCHEMA_VERSION",
@@ -55,12 +54,6 @@ _INSERT_EVENT = (
     f"INSERT INTO {SCHEMA}.events (run, {_COLUMNS}) "
     "VALUES (%s, %s, %s, %s, %s, %b, %b, %b)"
 )
-
-
-#: ``append_built``'s callback: the files' ends in, events and their rows out.
-Builder = Callable[
-    [dict[str, list[int]]], tuple[Sequence[NewEvent], Sequence["NewRow | None"]]
-]
 
 
 class PostgresStore(StoreReadingMixin, StoreFilesMixin):

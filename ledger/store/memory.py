@@ -15,7 +15,7 @@ import contextlib
 import os
 import re
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +24,7 @@ from ledger.errors import (
     CorruptLedger,
     LockHeld,
 )
-from ledger.events import ZERO_HASH, Event
+from ledger.events import ZERO_HASH
 from ledger.store.chain import chained_rows
 from ledger.store.materialize import MaterializedInputs
 from ledger.store.memory_log import (
@@ -36,14 +36,12 @@ from ledger.store.memory_log import (
     runs,
 )
 from ledger.store.port import (
-    EventRow,
     NewEvent,
     OpenRun,
-    Prepared,
     RowReader,
     RunNames,
-    locate,
 )
+from ledger.store.row_store_sink import RowStoreSink
 
 __all__ = ["SCHEME", "MemoryHome", "MemoryStore", "forget_all", "is_memory_url"]
 
@@ -127,44 +125,14 @@ class MemoryHome:
     def check_opened(self, opened: OpenRun) -> None:
         """Nothing more: the inputs are kept with the run."""
 
-    def sink(self, opened: OpenRun) -> MemorySink:
+    def sink(self, opened: OpenRun) -> RowStoreSink:
         """Rows kept with their events."""
         assert isinstance(opened.store, MemoryStore)
-        return MemorySink(opened.store)
+        return RowStoreSink(opened.store)
 
     def lock_part(self) -> MemoryLock:
         """A lock held by one object in this process at a time."""
         return MemoryLock(self.name)
-
-
-class MemorySink:
-    """The write path of a run kept in memory: each row with its event."""
-
-    def __init__(self, store: MemoryStore) -> None:
-        self._store = store
-
-    def commit(
-        self,
-        ops: Sequence[Prepared],
-        *,
-        encode: Callable[[Event], NewEvent],
-        recorded_ends: Mapping[str, tuple[int, int]],
-        written: bool = False,
-    ) -> tuple[list[EventRow], list[Event]]:
-        """Locate each row where its file ends, store it, append the events."""
-        bodies: list[Event] = []
-
-        def build(ends: dict[str, list[int]]) -> list[NewEvent]:
-            bodies[:] = locate(ops, ends)
-            for op in ops:
-                if op.file is not None and op.location is not None:
-                    self._store.put_row(op.file, op.location.offset, op.data)
-            return [encode(body) for body in bodies]
-
-        return self._store.append_rows(build), bodies
-
-    def close(self) -> None:
-        """Nothing held."""
 
 
 class MemoryFiles:

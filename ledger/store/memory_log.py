@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ledger.errors import ConcurrencyConflict, CorruptLedger, Refused
 from ledger.events import ZERO_HASH
 from ledger.store.chain import chained_rows
-from ledger.store.port import EventRow, NewEvent
+from ledger.store.port import Builder, EventRow, NewEvent, NewRow
 
 __all__ = ["SCHEME", "MemoryStore", "forget_all", "new_run", "run_named", "runs"]
 
@@ -133,8 +133,8 @@ class MemoryStore:
             self.run.events.append(row)
         return rows
 
-    def append_rows(
-        self, build: Callable[[dict[str, list[int]]], Sequence[NewEvent]]
+    def append_built(
+        self, build: Builder, *, expected_seq: int | None = None
     ) -> list[EventRow]:
         """Append what ``build`` makes of the files' ends, rows with their events."""
         self._require_writable()
@@ -143,18 +143,20 @@ class MemoryStore:
                 name: [len(data), run.lines.get(name, 0)]
                 for name, data in run.files.items()
             }
-            events = build(ends)
-            return self.append_in_transaction(events)
+            events, rows = build(ends)
+            for row in rows:
+                if row is not None:
+                    self._put_row(row)
+            return self.append_in_transaction(events, expected_seq=expected_seq)
 
-    def put_row(self, file: str, offset: int, data: bytes) -> None:
-        """Store a row's bytes at ``offset`` of ``file`` (inside a transaction)."""
-        target = self.run.files.setdefault(file, bytearray())
-        if len(target) != offset:
+    def _put_row(self, row: NewRow) -> None:
+        target = self.run.files.setdefault(row.file, bytearray())
+        if len(target) != row.offset:
             raise CorruptLedger(
-                f"{self.path}: {file} ends at {len(target)}, not {offset}"
+                f"{self.path}: {row.file} ends at {len(target)}, not {row.offset}"
             )
-        target += data
-        self.run.lines[file] = self.run.lines.get(file, 0) + 1
+        target += row.data
+        self.run.lines[row.file] = self.run.lines.get(row.file, 0) + 1
 
     def rows(
         self, from_seq: int = 1, *, kinds: Sequence[str] = ()

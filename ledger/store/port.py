@@ -23,15 +23,18 @@ if TYPE_CHECKING:
     from ledger.store.materialize import MaterializedInputs
 
 __all__ = [
+    "Builder",
     "EventRow",
     "EventStore",
     "LockPart",
     "MakeEvent",
     "NewEvent",
+    "NewRow",
     "OpenRun",
     "Prepared",
     "RowReader",
     "RowSink",
+    "RowStore",
     "RunFiles",
     "RunHome",
     "RunNames",
@@ -80,6 +83,22 @@ class EventRow(NamedTuple):
     body: bytes
     prev_hash: bytes
     hash: bytes
+
+
+class NewRow(NamedTuple):
+    """An outcome row's bytes and where a file-based run holds them (SC-2)."""
+
+    file: str
+    offset: int
+    data: bytes
+
+
+#: What a store that keeps rows with their events is handed under its head
+#: lock: the files' ends (``{file: [offset, lines]}``, advanced by it) in, the
+#: events and each one's row (``None`` for an event without one) out.
+Builder = Callable[
+    [dict[str, list[int]]], tuple[Sequence[NewEvent], Sequence["NewRow | None"]]
+]
 
 
 #: Builds an outcome's event once its row is located: from the row's
@@ -287,6 +306,16 @@ class RowSink(Protocol):
 
     def close(self) -> None:
         """Release what the sink holds open (idempotent)."""
+        ...
+
+
+class RowStore(EventStore, Protocol):
+    """A store that keeps each outcome row with its event (SC-2)."""
+
+    def append_built(
+        self, build: Builder, *, expected_seq: int | None = None
+    ) -> list[EventRow]:
+        """Append what ``build`` makes of the files' ends, rows with events."""
         ...
 
 
