@@ -110,8 +110,8 @@ MakeEvent = Callable[[Location, int], Event]
 class Prepared:
     """One checked operation: an event, or a row and how to make its event.
 
-    An operation with a row (``file`` set) has no event until the sink locates
-    the row where its file really ends: ``make`` builds it then, once.
+    A row's event is made by ``make`` once the sink located the row, where its
+    file really ends.
     """
 
     body: Event | None = None
@@ -236,7 +236,6 @@ class EventStore(Protocol):
 
     def close(self) -> None:
         """Close the store (idempotent)."""
-        ...
 
 
 class RowReader(Protocol):
@@ -306,7 +305,6 @@ class RowSink(Protocol):
 
     def close(self) -> None:
         """Release what the sink holds open (idempotent)."""
-        ...
 
 
 class RowStore(EventStore, Protocol):
