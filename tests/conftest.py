@@ -11,11 +11,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
-from ledger.clock import Clock
-from ledger.files import publish_json
-from ledger.jsonl import encode_rows
-from ledger.run.ledger import Ledger
-from ledger.run.lock import RunLock
+from ledger import Clock, Ledger, RunLock, publish_json
+from tests.internals import encode_rows
 
 # Hypothesis profiles (house style): "dev" is fast and the default; CI sets
 # ROLLOUT_LEDGER_HYPOTHESIS=ci for a more thorough run.

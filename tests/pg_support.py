@@ -21,13 +21,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from ledger import Ledger, RunLock, RunManifest
-from ledger.errors import ConfigError
+from ledger import ConfigError, Ledger, RunLock, RunManifest
 from ledger.events import AttemptReserved, AttemptsReleased, ResumeStarted
-from ledger.postgres.schema import SCHEMA
-from ledger.postgres.url import STORE_ENV, resolve_run
 from projections import decide_all, replay
-from projections.replan import read_materialized
+from tests.internals import SCHEMA, STORE_ENV, read_materialized, resolve_run
 from tests.test_identity import nemo_configuration
 from tests.test_store_contract import TABLES, drop_run, pg_admin, pg_conninfo
 

@@ -9,10 +9,8 @@ from typing import Any
 
 import pytest
 
-from ledger.errors import ConfigError
+from ledger import ConfigError, Ledger, RunLock
 from ledger.events import AttemptReserved, AttemptsReleased, ResultSaved
-from ledger.run.ledger import Ledger
-from ledger.run.lock import RunLock
 from tests.conftest import MinimalManifest, input_rows
 
 

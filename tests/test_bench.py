@@ -24,12 +24,9 @@ from bench.report import KEPT_MARKER, kept_notes, results_markdown
 from bench.rowpool import FIXTURES_ENV, fixture_pool
 from bench.runs import build_run, closed_copy
 from bench.targets import select
-from ledger.jsonl import encode_rows
-from ledger.paths import RunPaths
-from ledger.policy.log import policy_from_json
-from ledger.run.ledger import Ledger
+from ledger import Ledger
 from projections import replay, resume
-from projections.snapshot import load_snapshot
+from tests.internals import RunPaths, encode_rows, load_snapshot, policy_from_json
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS = ("P-1", "P-2", "P-3", "P-4 kill", "P-4 close", "P-5", "P-6", "P-7")

@@ -18,7 +18,7 @@ import psycopg
 import pytest
 
 from bench.scale import END, START, write_section
-from ledger.postgres.schema import SCHEMA
+from tests.internals import SCHEMA
 from tests.pg_support import pg_admin, pg_conninfo
 
 __all__ = ["pg_admin"]  # a fixture, imported for pytest

@@ -21,8 +21,7 @@ import psycopg
 import pytest
 
 from ledger import Ledger
-from ledger.postgres.schema import SCHEMA
-from ledger.postgres.url import STORE_ENV
+from tests.internals import SCHEMA, STORE_ENV
 from tests.pg_server import pg_conninfo
 from tests.test_cli_support import CliRun, graded, read_jsonl
 from tests.test_store_contract import drop_run, pg_admin

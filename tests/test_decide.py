@@ -15,11 +15,16 @@ from typing import Any
 
 import pytest
 
-from ledger.errors import ConfigError, CorruptLedger, LedgerError, RecoveryIncomplete
+from ledger import (
+    ConfigError,
+    CorruptLedger,
+    LedgerError,
+    RecoveryIncomplete,
+    RecoveryPolicy,
+    max_rollout_attempts,
+    row_facts,
+)
 from ledger.events import AttemptsExtended, Location, ResultSaved
-from ledger.policy.attempts_cap import max_rollout_attempts
-from ledger.policy.model import RecoveryPolicy
-from ledger.rows.all_facts import row_facts
 from projections import (
     Decision,
     Plan,
@@ -29,7 +34,6 @@ from projections import (
     decide_all,
     excluded_sidecar_lines,
 )
-from projections.publish import rendered_files
 from tests.helpers_history import (
     ANSWER,
     PLACEHOLDER,
@@ -43,6 +47,7 @@ from tests.helpers_history import (
     omission,
     unscored,
 )
+from tests.internals import rendered_files
 
 Shape = tuple[str, int, str, str]
 Factory = Callable[..., History]

@@ -18,9 +18,7 @@ from typing import Any
 
 import pytest
 
-from ledger import facts_rules
-from ledger.rows.all_facts import row_facts
-from ledger.rows.facts import RowFacts
+from ledger import RowFacts, facts_rules, row_facts
 
 ROOT = Path(__file__).parents[1]
 FIXTURES = Path(

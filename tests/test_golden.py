@@ -24,6 +24,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from ledger import Ledger
 from ledger.events import (
     FailureSaved,
     JudgeOutcomeSaved,
@@ -32,11 +33,8 @@ from ledger.events import (
     StoredEvent,
     decode_body,
 )
-from ledger.paths import RunPaths
-from ledger.run.ledger import Ledger
-from ledger.store.chain import first_chain_break
-from ledger.store.sqlite import EventRow, NewEvent, SQLiteStore
 from projections import coverage, replay
+from tests.internals import EventRow, NewEvent, RunPaths, SQLiteStore, first_chain_break
 
 GOLDEN = Path(__file__).parent / "golden"
 NAMES = sorted(p.name for p in GOLDEN.iterdir() if (p / "events.jsonl").is_file())

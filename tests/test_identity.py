@@ -25,11 +25,15 @@ from hypothesis import strategies as st
 from omegaconf import OmegaConf
 from pydantic import BaseModel, ConfigDict
 
-from ledger.errors import ConfigError
-from ledger.identity import key_tables, registries
-from ledger.identity.digest import config_identity, counted_identity, identity_digest
-from ledger.identity.interpolations import find_interpolations
-from ledger.identity.plain_data import to_plain
+from ledger import ConfigError, config_identity, identity_digest
+from tests.internals import (
+    counted_identity,
+    find_interpolations,
+    identity_normalize,
+    key_tables,
+    registries,
+    to_plain,
+)
 
 Config = dict[str, Any]
 
@@ -912,7 +916,7 @@ def test_id_9_unreadable_file_is_a_config_error_naming_it(
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr("ledger.identity.normalize.open", refuse, raising=False)
+    monkeypatch.setattr(identity_normalize, "open", refuse, raising=False)
     config, global_config, rows = nemo_configuration()
     with pytest.raises(
         ConfigError, match=r"prompts/judge\.txt.*Permission denied"
@@ -1011,7 +1015,7 @@ def test_id_1_identity_does_not_depend_on_key_order_or_containers(
 
 _SEED_SCRIPT = """
 import json, sys
-from ledger.identity.digest import config_identity, identity_digest
+from ledger import config_identity, identity_digest
 from tests.test_identity import nemo_configuration
 config, global_config, rows = nemo_configuration()
 config["tags"] = {"zeta", "alpha", "mu", "beta", "omega", "kappa"}

@@ -23,11 +23,9 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from cli.commands_import import import_
-from cli.main import LedgerGroup
 from ledger import Ledger
-from ledger.legacy.reading import REASONS
 from projections import import_run, verify
+from tests.internals import REASONS, LedgerGroup, import_
 
 ROOT = Path(__file__).parents[1]
 FIXTURES = Path(

@@ -23,8 +23,15 @@ from typing import Any
 import psycopg
 import pytest
 
-from ledger import Ledger, RunLock, RunManifest
-from ledger.errors import ConfigError, CorruptLedger, LedgerError, LockHeld
+from ledger import (
+    ConfigError,
+    CorruptLedger,
+    Ledger,
+    LedgerError,
+    LockHeld,
+    RunLock,
+    RunManifest,
+)
 from ledger.events import (
     AttemptReserved,
     AttemptsExtended,
@@ -33,10 +40,8 @@ from ledger.events import (
     RerunApproved,
     ResumeStarted,
 )
-from ledger.jsonl import encode_row
-from ledger.postgres.copy import export_files, import_into_store
-from ledger.postgres.schema import SCHEMA
 from projections import replan, replay, resume, selected_results, verify
+from tests.internals import SCHEMA, encode_row, export_files, import_into_store
 from tests.pg_support import (
     PgRun,
     drop_run,

@@ -24,8 +24,8 @@ import psycopg
 import pytest
 
 from ledger import Ledger
-from ledger.postgres.copy import export_files
 from projections import decide_all, replan, replay, resume, verify
+from tests.internals import export_files
 from tests.pg_support import (
     PgRun,
     WorkerJob,

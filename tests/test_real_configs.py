@@ -25,18 +25,22 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from ledger.errors import ConfigError
-from ledger.identity.credentials import (
+from ledger import (
+    ConfigError,
+    classify_key,
+    config_identity,
+    credential_safe,
+    identity_digest,
+)
+from tests.internals import (
+    REDACTED,
+    SERVER_KINDS,
     credential_interpolation,
     credential_named,
-    credential_safe,
+    find_interpolations,
+    join_key,
+    server_blocks,
 )
-from ledger.identity.digest import config_identity, identity_digest
-from ledger.identity.drift import classify_key
-from ledger.identity.interpolations import find_interpolations
-from ledger.identity.key_tables import REDACTED, SERVER_KINDS
-from ledger.identity.key_words import join_key
-from ledger.identity.servers import server_blocks
 
 ROOT = Path(__file__).parents[1]
 CONFIGS = Path(

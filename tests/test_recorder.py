@@ -14,12 +14,14 @@ from typing import Any
 
 import pytest
 
-from ledger.errors import (
+from ledger import (
     ConfigError,
     CorruptLedger,
     IdentityMismatch,
+    Ledger,
     LedgerError,
     RowError,
+    RunLock,
 )
 from ledger.events import (
     AttemptsReleased,
@@ -30,8 +32,6 @@ from ledger.events import (
     ResumeStarted,
     TailRepaired,
 )
-from ledger.run.ledger import Ledger
-from ledger.run.lock import RunLock
 from tests.conftest import MinimalManifest, input_rows
 
 ANSWER = {

@@ -31,7 +31,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger.errors import (
+from ledger import (
     ConcurrencyConflict,
     ConfigError,
     CorruptLedger,
@@ -51,13 +51,24 @@ from ledger.events import (
     encode_body,
     kind_of,
 )
-from ledger.postgres.advisory import acquire_run_lock
-from ledger.postgres.schema import MIGRATIONS, PG_SCHEMA_VERSION, SCHEMA, migrate
-from ledger.postgres.store import NewRow, PostgresStore
-from ledger.postgres.url import STORE_ENV, RunUrl, is_run_url, resolve_run
-from ledger.store.chain import first_chain_break
-from ledger.store.decode import decode_row
-from ledger.store.sqlite import SCHEMA_VERSION, NewEvent, SQLiteStore
+from tests.internals import (
+    MIGRATIONS,
+    PG_SCHEMA_VERSION,
+    SCHEMA,
+    SCHEMA_VERSION,
+    STORE_ENV,
+    NewEvent,
+    NewRow,
+    PostgresStore,
+    RunUrl,
+    SQLiteStore,
+    acquire_run_lock,
+    decode_row,
+    first_chain_break,
+    is_run_url,
+    migrate,
+    resolve_run,
+)
 from tests.pg_server import PG_ENV, pg_conninfo
 from tests.strategies import event_of
 
@@ -616,7 +627,7 @@ def test_sc_3_appends_from_many_connections_stay_gap_free_and_chained(
 
 _HOLDER = """
 import sys, time
-from ledger.postgres.store import PostgresStore
+from tests.internals import PostgresStore
 store = PostgresStore.open(sys.argv[1], writable=True)
 store.acquire_run_lock()
 print("locked", flush=True)
@@ -637,6 +648,7 @@ def test_sc_4_a_second_coordinator_gets_lock_held_until_the_holder_dies(
         [sys.executable, "-c", _HOLDER, str(pg_store.url)],
         stdout=subprocess.PIPE,
         text=True,
+        cwd=Path(__file__).resolve().parents[1],  # where ``tests`` imports from
     )
     try:
         assert holder.stdout is not None

@@ -35,7 +35,8 @@ with atheris.instrument_imports(include=["ledger"]):
 
     from ledger import LedgerError, row_facts
     from ledger.events import Location, ResultSaved, decode_body, encode_body
-    from ledger.legacy.reading import OutcomeReader, raw_lines, read_materialized
+    from tests.internals import OutcomeReader, raw_lines
+    from tests.internals import legacy_read_materialized as read_materialized
 
 RUN_ID = "5f" + "0" * 30
 KEYS = frozenset((task, rollout) for task in range(3) for rollout in range(2))

@@ -1,0 +1,225 @@
+"""The private names the tests of internal units use, in one place.
+
+Most tests go through the public names (``from ledger import ...``,
+``from projections import ...``, ``from cli import main``): those are the
+contract and do not move. Some tests check a unit that is not exported (the
+SQLite store contract, the hash chain, the write index, the PostgreSQL schema,
+the row rules behind ``row_facts``, the identity tables, the importer's line
+reader, a command's click object). They import those names from here, never
+from the private module itself.
+
+This is the one place to update when a private module moves or is renamed:
+change its import below and every test follows.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from cli import commands_import
+from cli.commands_import import _progress_bar, import_
+from cli.demo import demo
+from cli.main import LedgerGroup
+from ledger.files import canonical_json
+from ledger.identity import key_tables, registries
+from ledger.identity.credentials import (
+    credential_interpolation,
+    credential_named,
+    redact_text,
+)
+from ledger.identity.digest import counted_identity
+from ledger.identity.forms import added_at_default, restored_null_defaults
+from ledger.identity.interpolations import find_interpolations
+from ledger.identity.key_tables import REDACTED, SERVER_KINDS
+from ledger.identity.key_words import join_key, split_key
+from ledger.identity.manifest import materialized_digest
+from ledger.identity.plain_data import to_plain
+from ledger.identity.servers import server_blocks
+from ledger.jsonl import encode_row, encode_rows
+from ledger.legacy import importer as legacy_importer
+from ledger.legacy.reading import (
+    BAD_ATTEMPT,
+    BLANK,
+    NO_INDEX,
+    NO_PERSIST,
+    NOT_FAILURE,
+    NOT_JSON,
+    NOT_OBJECT,
+    OMISSION_IN_OUT,
+    OTHER_RUN,
+    PLACEHOLDER,
+    REASONS,
+    TORN,
+    UNKNOWN_KEY,
+    OutcomeReader,
+    raw_lines,
+)
+from ledger.legacy.reading import read_materialized as legacy_read_materialized
+from ledger.paths import RunPaths
+from ledger.policy.approvals import parse_approvals, read_approvals
+from ledger.policy.log import policy_changes, policy_from_events, policy_from_json
+from ledger.policy.model import DEFAULT_POLICY
+from ledger.policy.source import read_policy_file
+from ledger.postgres.advisory import acquire_run_lock
+from ledger.postgres.copy import export_files, import_into_store
+from ledger.postgres.schema import MIGRATIONS, PG_SCHEMA_VERSION, SCHEMA, migrate
+from ledger.postgres.store import NewRow, PostgresStore
+from ledger.postgres.url import STORE_ENV, RunUrl, is_run_url, resolve_run
+from ledger.row_identity import check_row_identity
+from ledger.rows import rules
+from ledger.rows.answers import (
+    LEGACY_FAILURE_CLASSES,
+    counts_as_generation,
+    is_diagnostic_error,
+    is_legacy_placeholder,
+    is_placeholder,
+    is_typed_response,
+)
+from ledger.rows.calls import (
+    calls_span,
+    calls_summary,
+    has_failure_evidence,
+    reduce_call,
+)
+from ledger.rows.facts import CallFacts, CallsSummary, FailureEventFacts, RejudgmentRef
+from ledger.rows.failure_kinds import (
+    KIND_ALIASES,
+    STAGES,
+    canonical_kind,
+    is_transport_kind,
+)
+from ledger.rows.kinds import own_failure_kind, row_kind
+from ledger.rows.rules import FinalContext, row_route
+from ledger.run.plan_record import record_plan_rows
+from ledger.run.recorder import Recorder
+from ledger.run.write_index import INDEX_CODE_VERSION, INDEX_KINDS, WriteIndex
+from ledger.store.chain import first_chain_break
+from ledger.store.decode import decode_row
+from ledger.store.sqlite import SCHEMA_VERSION, EventRow, NewEvent, SQLiteStore
+from projections.classify import BRANCHES
+from projections.publish import rendered_files
+from projections.replan import read_materialized
+from projections.replay import apply
+from projections.snapshot import CODE_VERSION, load_snapshot, save_snapshot
+from projections.state import Judgment, RolloutState
+
+# Modules some tests monkeypatch or fault-inject by attribute. A package's
+# ``__init__`` may bind a function of the same name over its submodule
+# (``projections.replan``), so these come from the module table.
+identity_manifest = importlib.import_module("ledger.identity.manifest")
+identity_normalize = importlib.import_module("ledger.identity.normalize")
+replan_module = importlib.import_module("projections.replan")
+results_module = importlib.import_module("projections.results")
+
+__all__ = [
+    "BAD_ATTEMPT",
+    "BLANK",
+    "BRANCHES",
+    "CODE_VERSION",
+    "DEFAULT_POLICY",
+    "INDEX_CODE_VERSION",
+    "INDEX_KINDS",
+    "KIND_ALIASES",
+    "LEGACY_FAILURE_CLASSES",
+    "MIGRATIONS",
+    "NOT_FAILURE",
+    "NOT_JSON",
+    "NOT_OBJECT",
+    "NO_INDEX",
+    "NO_PERSIST",
+    "OMISSION_IN_OUT",
+    "OTHER_RUN",
+    "PG_SCHEMA_VERSION",
+    "PLACEHOLDER",
+    "REASONS",
+    "REDACTED",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "SERVER_KINDS",
+    "STAGES",
+    "STORE_ENV",
+    "TORN",
+    "UNKNOWN_KEY",
+    "CallFacts",
+    "CallsSummary",
+    "EventRow",
+    "FailureEventFacts",
+    "FinalContext",
+    "Judgment",
+    "LedgerGroup",
+    "NewEvent",
+    "NewRow",
+    "OutcomeReader",
+    "PostgresStore",
+    "Recorder",
+    "RejudgmentRef",
+    "RolloutState",
+    "RunPaths",
+    "RunUrl",
+    "SQLiteStore",
+    "WriteIndex",
+    "_progress_bar",
+    "acquire_run_lock",
+    "added_at_default",
+    "apply",
+    "calls_span",
+    "calls_summary",
+    "canonical_json",
+    "canonical_kind",
+    "check_row_identity",
+    "commands_import",
+    "counted_identity",
+    "counts_as_generation",
+    "credential_interpolation",
+    "credential_named",
+    "decode_row",
+    "demo",
+    "encode_row",
+    "encode_rows",
+    "export_files",
+    "find_interpolations",
+    "first_chain_break",
+    "has_failure_evidence",
+    "identity_manifest",
+    "identity_normalize",
+    "import_",
+    "import_into_store",
+    "is_diagnostic_error",
+    "is_legacy_placeholder",
+    "is_placeholder",
+    "is_run_url",
+    "is_transport_kind",
+    "is_typed_response",
+    "join_key",
+    "key_tables",
+    "legacy_importer",
+    "legacy_read_materialized",
+    "load_snapshot",
+    "materialized_digest",
+    "migrate",
+    "own_failure_kind",
+    "parse_approvals",
+    "policy_changes",
+    "policy_from_events",
+    "policy_from_json",
+    "raw_lines",
+    "read_approvals",
+    "read_materialized",
+    "read_policy_file",
+    "record_plan_rows",
+    "redact_text",
+    "reduce_call",
+    "registries",
+    "rendered_files",
+    "replan_module",
+    "resolve_run",
+    "restored_null_defaults",
+    "results_module",
+    "row_kind",
+    "row_route",
+    "rules",
+    "save_snapshot",
+    "server_blocks",
+    "split_key",
+    "to_plain",
+]
