@@ -6,13 +6,16 @@ import hashlib
 import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 from ledger import Clock, Ledger, RunLock, publish_json
 from tests.internals import encode_rows
+
+if TYPE_CHECKING:  # tests.helpers_history imports this module
+    from tests.helpers_history import History
 
 # Hypothesis profiles (house style): "dev" is fast and the default; CI sets
 # ROLLOUT_LEDGER_HYPOTHESIS=ci for a more thorough run.
@@ -95,3 +98,24 @@ def make_run(tmp_path: Path) -> Iterator[RunFactory]:
     for lock, led in opened:
         led.close()
         lock.release()
+
+
+@pytest.fixture
+def history(tmp_path: Path) -> Iterator[Callable[..., History]]:
+    """Make temporary runs (``History``); each is closed after the test.
+
+    The decision tests (``tests/test_decide*.py``) share it.
+    """
+    from tests.helpers_history import History  # it imports this module
+
+    made: list[History] = []
+
+    def factory(**options: Any) -> History:
+        folder = tmp_path / f"run{len(made)}"
+        folder.mkdir()
+        made.append(History(folder, **options))
+        return made[-1]
+
+    yield factory
+    for run in made:
+        run.close()
