@@ -161,6 +161,7 @@ def test_ev_12_each_event_points_at_its_row_bytes(run) -> None:
     for row in rows:
         led.reserve(row)
         led.record(result(row))
+    checked = 0
     for event in led.events():
         if isinstance(event.body, ResultSaved):
             data = line_bytes(led.paths.out, event.body.location)
@@ -169,6 +170,8 @@ def test_ev_12_each_event_points_at_its_row_bytes(run) -> None:
             assert (row["_ng_task_index"], row["_ng_rollout_index"]) == (
                 event.body.task, event.body.rollout,
             )  # fmt: skip
+            checked += 1
+    assert checked == len(rows) > 0  # one result_saved per recorded row
 
 
 def test_a_second_row_for_one_attempt_is_still_recorded(run) -> None:
