@@ -12,7 +12,6 @@ exception. The pinned summary makes any change in those rules show as a diff.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -41,18 +40,10 @@ from tests.internals import (
     join_key,
     server_blocks,
 )
+from tests.prerequisites import CONFIGS_ENV, nemo_gym_configs, require_folder
 
-ROOT = Path(__file__).parents[1]
-CONFIGS = Path(
-    os.environ.get(
-        "ROLLOUT_LEDGER_NEMO_GYM_CONFIGS",
-        ROOT.parent / "shared" / "fixtures" / "nemo-gym-configs",
-    )
-)
-
-pytestmark = pytest.mark.skipif(
-    not CONFIGS.is_dir(), reason=f"NeMo Gym configurations not found at {CONFIGS}"
-)
+CONFIGS = nemo_gym_configs()
+require_folder(CONFIGS, "*.yaml", CONFIGS_ENV)
 
 #: What a launcher's env.yaml adds: the policy model and its connection settings.
 OVERLAY: dict[str, Any] = {
