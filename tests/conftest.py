@@ -15,7 +15,10 @@ from ledger import Clock, Ledger, RunLock, publish_json
 from tests.internals import encode_rows
 
 if TYPE_CHECKING:  # tests.helpers_history imports this module
+    import psycopg
+
     from tests.helpers_history import History
+    from tests.pg_server import PgDatabases
 
 # Hypothesis profiles (house style): "dev" is fast and the default; CI sets
 # ROLLOUT_LEDGER_HYPOTHESIS=ci for a more thorough run.
@@ -119,3 +122,43 @@ def history(tmp_path: Path) -> Iterator[Callable[..., History]]:
     yield factory
     for run in made:
         run.close()
+
+
+# -- PostgreSQL: a database of each test's own (SC-6) ------------------------------
+# Imported in the fixtures: the crash harnesses' child processes import this
+# module, and need neither psycopg nor a server.
+
+
+@pytest.fixture(scope="session")
+def pg_databases() -> Iterator[PgDatabases]:
+    """The test server's databases of this session (``tests/pg_server.py``).
+
+    Skipped without a server, or failed under ``CI=true``.
+    """
+    from tests.pg_server import PgDatabases, pg_conninfo, require_server
+
+    require_server(pg_conninfo())
+    databases = PgDatabases(pg_conninfo()).start()
+    yield databases
+    databases.close()
+
+
+@pytest.fixture
+def pg_url(pg_databases: PgDatabases) -> Iterator[str]:
+    """The URL of a new database of this test's own, migrated; dropped afterwards.
+
+    Runs made in it are seen by no other test and no other test session, so a
+    test may count every run there is.
+    """
+    url = pg_databases.create()
+    yield url
+    pg_databases.drop(url)
+
+
+@pytest.fixture
+def pg_admin(pg_url: str) -> Iterator[psycopg.Connection[Any]]:
+    """An autocommit connection to the test's own database, to look behind the store."""
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        yield conn

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,18 +18,13 @@ import pytest
 from ledger import ConfigError, Ledger, RunLock, RunManifest
 from projections import replay, resume, selected_results, verify
 from tests.internals import SCHEMA
-from tests.pg_server import pg_conninfo
 from tests.test_identity import nemo_configuration
-from tests.test_store_contract import drop_run, pg_admin
-
-__all__ = ["pg_admin"]
 
 
 @pytest.fixture
-def url(pg_admin: psycopg.Connection[Any]) -> Iterator[str]:
-    run = f"async-{uuid.uuid4().hex[:10]}"
-    yield f"{pg_conninfo()}?run={run}"
-    drop_run(pg_admin, run)
+def url(pg_url: str) -> str:
+    """A run URL in the test's own database."""
+    return f"{pg_url}?run=async-{uuid.uuid4().hex[:10]}"
 
 
 def _rows(tasks: int) -> list[dict[str, Any]]:

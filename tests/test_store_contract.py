@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
@@ -69,67 +69,21 @@ from tests.internals import (
     migrate,
     resolve_run,
 )
-from tests.pg_server import PG_ENV, pg_conninfo
+from tests.pg_server import PG_ENV, require_server
 from tests.strategies import event_of
 
 Store = SQLiteStore | PostgresStore
 
-TABLES = (
-    "events",
-    "rows",
-    "snapshots",
-    "releases",
-    "reservations",
-    "run_locks",
-    "file_bytes",
-    "file_ends",
-    "published",
-)
 AT = "2026-01-01T00:00:00.000000Z"
 
 
-def require_server(conninfo: str, *, environ: Mapping[str, str]) -> None:
-    """Fail in CI, skip elsewhere, when no PostgreSQL server answers (SC-6)."""
-    try:
-        psycopg.connect(conninfo, connect_timeout=3).close()
-    except psycopg.OperationalError as exc:
-        parts = psycopg.conninfo.conninfo_to_dict(conninfo)  # shown without password
-        where = (
-            f"{parts.get('host', '')}:{parts.get('port', 5432)}/{parts.get('dbname')}"
-        )
-        reason = (
-            f"no PostgreSQL server answers at {where} "
-            f"({str(exc).strip().splitlines()[0]}); start it (`pg_ctlcluster "
-            "--skip-systemctl-redirect $(ls /etc/postgresql) main start`) or point "
-            f"{PG_ENV} at your own server"
-        )
-        if environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
-
-
-@pytest.fixture(scope="session")
-def pg_admin() -> Iterator[psycopg.Connection[Any]]:
-    """A connection to the test database with the schema in place."""
-    require_server(pg_conninfo(), environ=os.environ)
-    with psycopg.connect(pg_conninfo(), autocommit=True) as conn:
-        migrate(conn)
-        yield conn
-
-
-def drop_run(admin: psycopg.Connection[Any], run: str) -> None:
-    for table in (*TABLES, "runs"):
-        admin.execute(f"DELETE FROM {SCHEMA}.{table} WHERE run = %s", (run,))
-
-
 @pytest.fixture
-def pg_store(pg_admin: psycopg.Connection[Any]) -> Iterator[PostgresStore]:
-    """A new run, uniquely named, in the test database; its rows go afterwards."""
-    url = resolve_run(f"t-{uuid.uuid4().hex[:12]}", environ={STORE_ENV: pg_conninfo()})
+def pg_store(pg_url: str) -> Iterator[PostgresStore]:
+    """A new run in the test's own database (``pg_url``, tests/conftest.py)."""
+    url = resolve_run(f"t-{uuid.uuid4().hex[:12]}", environ={STORE_ENV: pg_url})
     store = PostgresStore.create(url)
     yield store
     store.close()
-    drop_run(pg_admin, url.run)
 
 
 @pytest.fixture
@@ -179,7 +133,7 @@ def tamper(store: Store, seq: int, column: str) -> None:
                 f"UPDATE events SET {column} = ? WHERE seq = ?", (flip(value), seq)
             )
         return
-    with psycopg.connect(pg_conninfo(), autocommit=True) as conn:
+    with psycopg.connect(store.url.conninfo, autocommit=True) as conn:
         found = conn.execute(
             f"SELECT {column} FROM {SCHEMA}.events WHERE run = %s AND seq = %s",
             (store.run, seq),
@@ -204,7 +158,7 @@ def failing_insert(store: Store, seq: int) -> Iterator[None]:
             conn.execute("DROP TRIGGER fail")
         return
     name = f"fail_{store.run.replace('-', '_')}"
-    with psycopg.connect(pg_conninfo(), autocommit=True) as conn:
+    with psycopg.connect(store.url.conninfo, autocommit=True) as conn:
         conn.execute(
             f"CREATE FUNCTION public.{name}() RETURNS trigger LANGUAGE plpgsql AS $$ "
             f"BEGIN IF NEW.run = '{store.run}' AND NEW.seq = {seq} THEN "
@@ -232,7 +186,7 @@ def transactions_of(store: Store, append: Callable[[], object]) -> int:
     before = store.head()[0]
     append()
     # xmin is the id of the transaction that wrote a row version.
-    with psycopg.connect(pg_conninfo()) as conn:
+    with psycopg.connect(store.url.conninfo) as conn:
         found = conn.execute(
             f"SELECT count(DISTINCT x) FROM (SELECT xmin::text AS x FROM "
             f"{SCHEMA}.events WHERE run = %s AND seq > %s UNION ALL SELECT "
