@@ -355,6 +355,7 @@ def _raised(config: Any, global_config: Any, rows: Any, *, safe: bool) -> list[s
     return []
 
 
+@pytest.mark.slow
 @given(
     secrets=st.lists(_SECRET, min_size=FORMS, max_size=FORMS, unique=True),
     rotated=st.lists(_SECRET, min_size=FORMS, max_size=FORMS, unique=True),
