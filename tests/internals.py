@@ -9,162 +9,262 @@ reader, a command's click object). They import those names from here
 (``from tests.internals import SQLiteStore``), never from the private module.
 
 This is the one place to update when a private module moves or is renamed:
-change its entry below and every test follows (``tests/test_internals.py``
-resolves each entry and fails on a test that imports a private module itself).
+change its import below and every test follows. ``tests/test_internals.py``
+resolves every name and fails on a test that imports a private module itself.
 
-A name is imported when first asked for, not when this module is: the child
-processes of the crash harnesses import test modules, and loading every room
-of the product (and psycopg, click) in each of them would slow them down.
+The imports below are read, not run, when this module loads: each name is
+imported when a test first asks for it (PEP 562 ``__getattr__``). The crash
+harnesses' child processes import test modules, and loading every room of
+the product (and psycopg, click) in each of them would slow them down.
+Type checkers and editors see the imports as written.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
-from typing import Any
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-#: Each name and where it lives: ``"module"`` holds an attribute of the same
-#: name, ``"module:attribute"`` one of another name.
-_NAMES: dict[str, str] = {
-    # The SQLite store, its hash chain and how a stored row decodes
-    "first_chain_break": "ledger.store.chain",
-    "decode_row": "ledger.store.decode",
-    "EventRow": "ledger.store.sqlite",
-    "NewEvent": "ledger.store.sqlite",
-    "SCHEMA_VERSION": "ledger.store.sqlite",
-    "SQLiteStore": "ledger.store.sqlite",
-    # The writer's internals: the recorder, the write index, plan records, run paths
-    "RunPaths": "ledger.paths",
-    "record_plan_rows": "ledger.run.plan_record",
-    "Recorder": "ledger.run.recorder",
-    "INDEX_CODE_VERSION": "ledger.run.write_index",
-    "INDEX_KINDS": "ledger.run.write_index",
-    "WriteIndex": "ledger.run.write_index",
-    # The PostgreSQL store: schema, store, advisory lock, run URLs, copies
-    "acquire_run_lock": "ledger.postgres.advisory",
-    "export_files": "ledger.postgres.copy",
-    "import_into_store": "ledger.postgres.copy",
-    "MIGRATIONS": "ledger.postgres.schema",
-    "PG_SCHEMA_VERSION": "ledger.postgres.schema",
-    "SCHEMA": "ledger.postgres.schema",
-    "migrate": "ledger.postgres.schema",
-    "NewRow": "ledger.postgres.store",
-    "PostgresStore": "ledger.postgres.store",
-    "RunUrl": "ledger.postgres.url",
-    "STORE_ENV": "ledger.postgres.url",
-    "is_run_url": "ledger.postgres.url",
-    "resolve_run": "ledger.postgres.url",
-    # The row rules behind row_facts and the failure-kind tables
-    "LEGACY_FAILURE_CLASSES": "ledger.rows.answers",
-    "counts_as_generation": "ledger.rows.answers",
-    "is_diagnostic_error": "ledger.rows.answers",
-    "is_legacy_placeholder": "ledger.rows.answers",
-    "is_placeholder": "ledger.rows.answers",
-    "is_typed_response": "ledger.rows.answers",
-    "calls_span": "ledger.rows.calls",
-    "calls_summary": "ledger.rows.calls",
-    "has_failure_evidence": "ledger.rows.calls",
-    "reduce_call": "ledger.rows.calls",
-    "CallFacts": "ledger.rows.facts",
-    "CallsSummary": "ledger.rows.facts",
-    "FailureEventFacts": "ledger.rows.facts",
-    "RejudgmentRef": "ledger.rows.facts",
-    "KIND_ALIASES": "ledger.rows.failure_kinds",
-    "STAGES": "ledger.rows.failure_kinds",
-    "canonical_kind": "ledger.rows.failure_kinds",
-    "is_transport_kind": "ledger.rows.failure_kinds",
-    "own_failure_kind": "ledger.rows.kinds",
-    "row_kind": "ledger.rows.kinds",
-    "FinalContext": "ledger.rows.rules",
-    "row_route": "ledger.rows.rules",
-    # Identity: plain data, key tables, registries, credentials, manifest forms
-    "credential_interpolation": "ledger.identity.credentials",
-    "credential_named": "ledger.identity.credentials",
-    "redact_text": "ledger.identity.credentials",
-    "counted_identity": "ledger.identity.digest",
-    "added_at_default": "ledger.identity.forms",
-    "restored_null_defaults": "ledger.identity.forms",
-    "find_interpolations": "ledger.identity.interpolations",
-    "REDACTED": "ledger.identity.key_tables",
-    "SERVER_KINDS": "ledger.identity.key_tables",
-    "join_key": "ledger.identity.key_words",
-    "split_key": "ledger.identity.key_words",
-    "materialized_digest": "ledger.identity.manifest",
-    "to_plain": "ledger.identity.plain_data",
-    "server_blocks": "ledger.identity.servers",
-    "check_row_identity": "ledger.row_identity",
-    # Policy files and the policy log
-    "parse_approvals": "ledger.policy.approvals",
-    "read_approvals": "ledger.policy.approvals",
-    "policy_changes": "ledger.policy.log",
-    "policy_from_events": "ledger.policy.log",
-    "policy_from_json": "ledger.policy.log",
-    "DEFAULT_POLICY": "ledger.policy.model",
-    "read_policy_file": "ledger.policy.source",
-    # The importer of runs saved without a ledger, and its line reader
-    "BAD_ATTEMPT": "ledger.legacy.reading",
-    "BLANK": "ledger.legacy.reading",
-    "NOT_FAILURE": "ledger.legacy.reading",
-    "NOT_JSON": "ledger.legacy.reading",
-    "NOT_OBJECT": "ledger.legacy.reading",
-    "NO_INDEX": "ledger.legacy.reading",
-    "NO_PERSIST": "ledger.legacy.reading",
-    "OMISSION_IN_OUT": "ledger.legacy.reading",
-    "OTHER_RUN": "ledger.legacy.reading",
-    "OutcomeReader": "ledger.legacy.reading",
-    "PLACEHOLDER": "ledger.legacy.reading",
-    "REASONS": "ledger.legacy.reading",
-    "TORN": "ledger.legacy.reading",
-    "UNKNOWN_KEY": "ledger.legacy.reading",
-    "legacy_read_materialized": "ledger.legacy.reading:read_materialized",
-    "raw_lines": "ledger.legacy.reading",
-    # Encodings and files
-    "canonical_json": "ledger.files",
-    "encode_row": "ledger.jsonl",
-    "encode_rows": "ledger.jsonl",
-    # Projections' internals: the fold, the state, snapshots, replan, rendering
-    "BRANCHES": "projections.classify",
-    "rendered_files": "projections.publish",
-    "read_materialized": "projections.replan",
-    "apply": "projections.replay",
-    "CODE_VERSION": "projections.snapshot",
-    "load_snapshot": "projections.snapshot",
-    "save_snapshot": "projections.snapshot",
-    "Judgment": "projections.state",
-    "RolloutState": "projections.state",
-    # Command objects, for tests that mount one command on a group of their own
-    "_progress_bar": "cli.commands_import",
-    "import_": "cli.commands_import",
-    "demo": "cli.demo",
-    "LedgerGroup": "cli.main",
-}
+if TYPE_CHECKING:
+    import ledger.identity.key_tables as key_tables
+    import ledger.identity.manifest as identity_manifest
+    import ledger.identity.normalize as identity_normalize
+    import ledger.identity.registries as registries
+    import ledger.legacy.importer as legacy_importer
+    import ledger.rows.rules as rules
+    import projections.replan as replan_module
+    import projections.results as results_module
+    from cli.commands_import import _progress_bar, import_
+    from cli.demo import demo
+    from cli.main import LedgerGroup
+    from ledger.files import canonical_json
+    from ledger.identity.credentials import (
+        credential_interpolation,
+        credential_named,
+        redact_text,
+    )
+    from ledger.identity.digest import counted_identity
+    from ledger.identity.forms import added_at_default, restored_null_defaults
+    from ledger.identity.interpolations import find_interpolations
+    from ledger.identity.key_tables import REDACTED, SERVER_KINDS
+    from ledger.identity.key_words import join_key, split_key
+    from ledger.identity.manifest import materialized_digest
+    from ledger.identity.plain_data import to_plain
+    from ledger.identity.servers import server_blocks
+    from ledger.jsonl import encode_row, encode_rows
+    from ledger.legacy.reading import (
+        BAD_ATTEMPT,
+        BLANK,
+        NO_INDEX,
+        NO_PERSIST,
+        NOT_FAILURE,
+        NOT_JSON,
+        NOT_OBJECT,
+        OMISSION_IN_OUT,
+        OTHER_RUN,
+        PLACEHOLDER,
+        REASONS,
+        TORN,
+        UNKNOWN_KEY,
+        OutcomeReader,
+        raw_lines,
+    )
+    from ledger.legacy.reading import read_materialized as legacy_read_materialized
+    from ledger.paths import RunPaths
+    from ledger.policy.approvals import parse_approvals, read_approvals
+    from ledger.policy.log import policy_changes, policy_from_events, policy_from_json
+    from ledger.policy.model import DEFAULT_POLICY
+    from ledger.policy.source import read_policy_file
+    from ledger.postgres.advisory import acquire_run_lock
+    from ledger.postgres.copy import export_files, import_into_store
+    from ledger.postgres.schema import MIGRATIONS, PG_SCHEMA_VERSION, SCHEMA, migrate
+    from ledger.postgres.store import NewRow, PostgresStore
+    from ledger.postgres.url import STORE_ENV, RunUrl, is_run_url, resolve_run
+    from ledger.row_identity import check_row_identity
+    from ledger.rows.answers import (
+        LEGACY_FAILURE_CLASSES,
+        counts_as_generation,
+        is_diagnostic_error,
+        is_legacy_placeholder,
+        is_placeholder,
+        is_typed_response,
+    )
+    from ledger.rows.calls import (
+        calls_span,
+        calls_summary,
+        has_failure_evidence,
+        reduce_call,
+    )
+    from ledger.rows.facts import (
+        CallFacts,
+        CallsSummary,
+        FailureEventFacts,
+        RejudgmentRef,
+    )
+    from ledger.rows.failure_kinds import (
+        KIND_ALIASES,
+        STAGES,
+        canonical_kind,
+        is_transport_kind,
+    )
+    from ledger.rows.kinds import own_failure_kind, row_kind
+    from ledger.rows.rules import FinalContext, row_route
+    from ledger.run.plan_record import record_plan_rows
+    from ledger.run.recorder import Recorder
+    from ledger.run.write_index import INDEX_CODE_VERSION, INDEX_KINDS, WriteIndex
+    from ledger.store.chain import first_chain_break
+    from ledger.store.decode import decode_row
+    from ledger.store.sqlite import SCHEMA_VERSION, EventRow, NewEvent, SQLiteStore
+    from projections.classify import BRANCHES
+    from projections.publish import rendered_files
+    from projections.replan import read_materialized
+    from projections.replay import apply
+    from projections.snapshot import CODE_VERSION, load_snapshot, save_snapshot
+    from projections.state import Judgment, RolloutState
 
-#: Modules some tests use whole: to monkeypatch or fault-inject one of their
-#: attributes, or to read their tables. (A package may bind a function over its
-#: submodule of the same name, as ``projections`` does ``replan``, so these are
-#: imported by their full name.)
-_MODULES: dict[str, str] = {
-    "commands_import": "cli.commands_import",
-    "key_tables": "ledger.identity.key_tables",
-    "identity_manifest": "ledger.identity.manifest",
-    "identity_normalize": "ledger.identity.normalize",
-    "registries": "ledger.identity.registries",
-    "legacy_importer": "ledger.legacy.importer",
-    "rules": "ledger.rows.rules",
-    "replan_module": "projections.replan",
-    "results_module": "projections.results",
-}
 
-__all__ = sorted([*_NAMES, *_MODULES])
+__all__ = [
+    "BAD_ATTEMPT",
+    "BLANK",
+    "BRANCHES",
+    "CODE_VERSION",
+    "DEFAULT_POLICY",
+    "INDEX_CODE_VERSION",
+    "INDEX_KINDS",
+    "KIND_ALIASES",
+    "LEGACY_FAILURE_CLASSES",
+    "MIGRATIONS",
+    "NOT_FAILURE",
+    "NOT_JSON",
+    "NOT_OBJECT",
+    "NO_INDEX",
+    "NO_PERSIST",
+    "OMISSION_IN_OUT",
+    "OTHER_RUN",
+    "PG_SCHEMA_VERSION",
+    "PLACEHOLDER",
+    "REASONS",
+    "REDACTED",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "SERVER_KINDS",
+    "STAGES",
+    "STORE_ENV",
+    "TORN",
+    "UNKNOWN_KEY",
+    "CallFacts",
+    "CallsSummary",
+    "EventRow",
+    "FailureEventFacts",
+    "FinalContext",
+    "Judgment",
+    "LedgerGroup",
+    "NewEvent",
+    "NewRow",
+    "OutcomeReader",
+    "PostgresStore",
+    "Recorder",
+    "RejudgmentRef",
+    "RolloutState",
+    "RunPaths",
+    "RunUrl",
+    "SQLiteStore",
+    "WriteIndex",
+    "_progress_bar",
+    "acquire_run_lock",
+    "added_at_default",
+    "apply",
+    "calls_span",
+    "calls_summary",
+    "canonical_json",
+    "canonical_kind",
+    "check_row_identity",
+    "counted_identity",
+    "counts_as_generation",
+    "credential_interpolation",
+    "credential_named",
+    "decode_row",
+    "demo",
+    "encode_row",
+    "encode_rows",
+    "export_files",
+    "find_interpolations",
+    "first_chain_break",
+    "has_failure_evidence",
+    "identity_manifest",
+    "identity_normalize",
+    "import_",
+    "import_into_store",
+    "is_diagnostic_error",
+    "is_legacy_placeholder",
+    "is_placeholder",
+    "is_run_url",
+    "is_transport_kind",
+    "is_typed_response",
+    "join_key",
+    "key_tables",
+    "legacy_importer",
+    "legacy_read_materialized",
+    "load_snapshot",
+    "materialized_digest",
+    "migrate",
+    "own_failure_kind",
+    "parse_approvals",
+    "policy_changes",
+    "policy_from_events",
+    "policy_from_json",
+    "raw_lines",
+    "read_approvals",
+    "read_materialized",
+    "read_policy_file",
+    "record_plan_rows",
+    "redact_text",
+    "reduce_call",
+    "registries",
+    "rendered_files",
+    "replan_module",
+    "resolve_run",
+    "restored_null_defaults",
+    "results_module",
+    "row_kind",
+    "row_route",
+    "rules",
+    "save_snapshot",
+    "server_blocks",
+    "split_key",
+    "to_plain",
+]
+
+
+@cache
+def _where() -> dict[str, tuple[str, str | None]]:
+    """Each name and where it is: a module and an attribute, or a module (None)."""
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    block = next(
+        node
+        for node in tree.body
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+    )
+    found: dict[str, tuple[str, str | None]] = {}
+    for node in block.body:
+        if isinstance(node, ast.ImportFrom) and node.module is not None:
+            for alias in node.names:
+                found[alias.asname or alias.name] = (node.module, alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                found[alias.asname or alias.name] = (alias.name, None)
+    return found
 
 
 def __getattr__(name: str) -> Any:
-    """Import ``name`` from where the tables say, once (PEP 562)."""
-    if name in _MODULES:
-        value: Any = importlib.import_module(_MODULES[name])
-    elif name in _NAMES:
-        module, _, attribute = _NAMES[name].partition(":")
-        value = getattr(importlib.import_module(module), attribute or name)
-    else:
+    """Import ``name`` from where the imports above say, once."""
+    if name not in _where():
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attribute = _where()[name]
+    value = importlib.import_module(module)
+    if attribute is not None:
+        value = getattr(value, attribute)
     globals()[name] = value
     return value

@@ -58,9 +58,7 @@ from tests.internals import (
     UNKNOWN_KEY,
     LedgerGroup,
     _progress_bar,
-    commands_import,
     import_,
-    legacy_importer,
 )
 from tests.test_identity import nemo_configuration
 
@@ -344,7 +342,7 @@ def test_rec_70_a_failed_rename_leaves_no_half_run(
     def killed(*args: Any) -> None:
         raise KeyboardInterrupt  # as if the process died right before the rename
 
-    monkeypatch.setattr(legacy_importer.os, "replace", killed)
+    monkeypatch.setattr(os, "replace", killed)
     with pytest.raises(KeyboardInterrupt):
         import_run(out)
     assert not (tmp_path / "rollouts_ledger" / "ledger.db").exists()
@@ -902,14 +900,14 @@ def test_cli_3_progress_on_a_terminal_only(
             return True
 
     terminal = Terminal()
-    monkeypatch.setattr(commands_import.sys, "stderr", terminal)
+    monkeypatch.setattr(sys, "stderr", terminal)
     with _progress_bar(quiet=False) as advance:
         assert advance is not None
         advance(size, size)
     assert "importing" in terminal.getvalue()
     with _progress_bar(quiet=True) as advance:
         assert advance is None
-    monkeypatch.setattr(commands_import.sys, "stderr", io.StringIO())
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
     with _progress_bar(quiet=False) as advance:
         assert advance is None
 
