@@ -6,16 +6,19 @@ import hashlib
 import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-from ledger.clock import Clock
-from ledger.files import publish_json
-from ledger.jsonl import encode_rows
-from ledger.run.ledger import Ledger
-from ledger.run.lock import RunLock
+from ledger import Clock, Ledger, RunLock, publish_json
+from tests.internals import encode_rows
+
+if TYPE_CHECKING:  # tests.helpers_history imports this module
+    import psycopg
+
+    from tests.helpers_history import History
+    from tests.pg_server import PgDatabases
 
 # Hypothesis profiles (house style): "dev" is fast and the default; CI sets
 # ROLLOUT_LEDGER_HYPOTHESIS=ci for a more thorough run.
@@ -98,3 +101,64 @@ def make_run(tmp_path: Path) -> Iterator[RunFactory]:
     for lock, led in opened:
         led.close()
         lock.release()
+
+
+@pytest.fixture
+def history(tmp_path: Path) -> Iterator[Callable[..., History]]:
+    """Make temporary runs (``History``); each is closed after the test.
+
+    The decision tests (``tests/test_decide*.py``) share it.
+    """
+    from tests.helpers_history import History  # it imports this module
+
+    made: list[History] = []
+
+    def factory(**options: Any) -> History:
+        folder = tmp_path / f"run{len(made)}"
+        folder.mkdir()
+        made.append(History(folder, **options))
+        return made[-1]
+
+    yield factory
+    for run in made:
+        run.close()
+
+
+# -- PostgreSQL: a database of each test's own (SC-6) ------------------------------
+# Imported in the fixtures: the crash harnesses' child processes import this
+# module, and need neither psycopg nor a server.
+
+
+@pytest.fixture(scope="session")
+def pg_databases() -> Iterator[PgDatabases]:
+    """The test server's databases of this session (``tests/pg_server.py``).
+
+    Skipped without a server, or failed under ``CI=true``.
+    """
+    from tests.pg_server import PgDatabases, pg_conninfo, require_server
+
+    require_server(pg_conninfo())
+    databases = PgDatabases(pg_conninfo()).start()
+    yield databases
+    databases.close()
+
+
+@pytest.fixture
+def pg_url(pg_databases: PgDatabases) -> Iterator[str]:
+    """The URL of a new database of this test's own, migrated; dropped afterwards.
+
+    Runs made in it are seen by no other test and no other test session, so a
+    test may count every run there is.
+    """
+    url = pg_databases.create()
+    yield url
+    pg_databases.drop(url)
+
+
+@pytest.fixture
+def pg_admin(pg_url: str) -> Iterator[psycopg.Connection[Any]]:
+    """An autocommit connection to the test's own database, to look behind the store."""
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        yield conn

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from ledger.clock import Clock
+from ledger import Clock, JudgeAdmission, Ledger, RecoveryPolicy, RunLock
 from ledger.events import (
     AttemptsExtended,
     AttemptsReleased,
@@ -24,13 +24,9 @@ from ledger.events import (
     RerunApproved,
     ResumeStarted,
 )
-from ledger.policy.judge import JudgeAdmission
-from ledger.policy.log import policy_changes, policy_from_events
-from ledger.policy.model import RecoveryPolicy
-from ledger.run.ledger import Ledger
-from ledger.run.lock import RunLock
 from projections import Decision, Plan, RunState, decide, replan, replay
 from tests.conftest import MinimalManifest, input_rows
+from tests.internals import policy_changes, policy_from_events
 
 __all__ = [
     "ANSWER",

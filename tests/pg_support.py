@@ -1,11 +1,11 @@
 """Shared helpers for the Ledger-level PostgreSQL tests (SC-1..SC-5).
 
-The server fixtures come from ``tests/test_store_contract.py`` (one place says
-how a test finds its server and cleans up a run). Added here: a real run on
-PostgreSQL built from ``nemo_configuration()`` with as many rollouts as a test
-asks for, what a log says about releases and reservations, and the collector
-a worker *process* runs (``collect``), which reports each call that returned
-to a file of its own, one line each, so what it reported survives its SIGKILL.
+The server fixtures (``pg_url``: a database of the test's own; ``pg_admin``)
+are in ``tests/conftest.py``. Here: a real run on PostgreSQL in that database,
+built from ``nemo_configuration()`` with as many rollouts as a test asks for,
+what a log says about releases and reservations, and the collector a worker
+*process* runs (``collect``), which reports each call that returned to a file
+of its own, one line each, so what it reported survives its SIGKILL.
 """
 
 from __future__ import annotations
@@ -21,30 +21,23 @@ from typing import Any
 import psycopg
 import pytest
 
-from ledger import Ledger, RunLock, RunManifest
-from ledger.errors import ConfigError
+from ledger import ConfigError, Ledger, RunLock, RunManifest
 from ledger.events import AttemptReserved, AttemptsReleased, ResumeStarted
-from ledger.postgres.schema import SCHEMA
-from ledger.postgres.url import STORE_ENV, resolve_run
 from projections import decide_all, replay
-from projections.replan import read_materialized
+from tests.internals import SCHEMA, STORE_ENV, read_materialized, resolve_run
 from tests.test_identity import nemo_configuration
-from tests.test_store_contract import TABLES, drop_run, pg_admin, pg_conninfo
 
 __all__ = [
-    "TABLES",
     "LogView",
     "PgRun",
     "WorkerJob",
     "collect",
-    "drop_run",
     "log_facts",
     "new_url",
     "outcome_of",
-    "pg_admin",
-    "pg_conninfo",
     "pg_run",
     "read_reports",
+    "table_count",
 ]
 
 Attempt = tuple[int, int, int]
@@ -52,10 +45,10 @@ Config = dict[str, Any]
 VIEW_KINDS = ("resume_started", "attempts_released", "attempt_reserved")
 
 
-def new_url(prefix: str = "lg") -> str:
-    """A fresh run URL in the test database (never with a password, SC-1)."""
+def new_url(database: str, prefix: str = "lg") -> str:
+    """A fresh run URL in ``database`` (never with a password, SC-1)."""
     name = f"{prefix}-{uuid.uuid4().hex[:12]}"
-    return str(resolve_run(name, environ={STORE_ENV: pg_conninfo()}))
+    return str(resolve_run(name, environ={STORE_ENV: database}))
 
 
 def configuration(tasks: int, rollouts: int) -> tuple[Config, Config, list[Config]]:
@@ -89,18 +82,16 @@ class PgRun:
     opened: list[Ledger] = field(default_factory=list)
 
     @classmethod
-    def create(cls, *, tasks: int = 3, rollouts: int = 2, url: str = "") -> PgRun:
-        """Create the run: ``run_created``, its inputs and published manifest."""
+    def create(cls, database: str, *, tasks: int = 3, rollouts: int = 2) -> PgRun:
+        """Create the run in ``database``: ``run_created``, inputs, manifest."""
         config, global_config, rows = configuration(tasks, rollouts)
-        url = url or new_url()
+        url = new_url(database)
         lock = RunLock(url).acquire()
         try:
             manifest = RunManifest.create(None, rows, config, global_config)
             Ledger.create(url, manifest, rows, lock=lock).close()
         except BaseException:
-            lock.release()
-            with psycopg.connect(pg_conninfo(), autocommit=True) as admin:
-                drop_run(admin, url.rsplit("run=", 1)[1])  # if it got that far
+            lock.release()  # the database, and what got in, goes with the test
             raise
         return cls(url, lock, config, global_config, rows)
 
@@ -124,16 +115,13 @@ class PgRun:
 
 
 @pytest.fixture
-def pg_run(pg_admin: psycopg.Connection[Any]) -> Iterator[PgRun]:
-    """A small run on PostgreSQL (3 tasks x 2 rollouts); its rows go afterwards."""
-    run = PgRun.create()
+def pg_run(pg_url: str) -> Iterator[PgRun]:
+    """A small run (3 tasks x 2 rollouts) in the test's own database."""
+    run = PgRun.create(pg_url)
     try:
         yield run
     finally:
-        try:
-            run.close()
-        finally:
-            drop_run(pg_admin, run.url.rsplit("run=", 1)[1])
+        run.close()
 
 
 # -- what a log says -------------------------------------------------------------

@@ -9,10 +9,8 @@ from typing import Any
 
 import pytest
 
-from ledger.errors import ConfigError
+from ledger import ConfigError, Ledger, RunLock
 from ledger.events import AttemptReserved, AttemptsReleased, ResultSaved
-from ledger.run.ledger import Ledger
-from ledger.run.lock import RunLock
 from tests.conftest import MinimalManifest, input_rows
 
 
@@ -88,6 +86,8 @@ def test_an_error_in_one_call_fails_that_call_only(tmp_path: Path) -> None:
 
 def test_each_call_returns_once_its_event_is_durable(tmp_path: Path) -> None:
     lock, led, rows = make(tmp_path, 1, 3)
+
+    assert rows  # the loop below checks each
 
     async def collect() -> None:
         rec = led.recorder(max_wait_ms=0)

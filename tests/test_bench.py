@@ -24,12 +24,9 @@ from bench.report import KEPT_MARKER, kept_notes, results_markdown
 from bench.rowpool import FIXTURES_ENV, fixture_pool
 from bench.runs import build_run, closed_copy
 from bench.targets import select
-from ledger.jsonl import encode_rows
-from ledger.paths import RunPaths
-from ledger.policy.log import policy_from_json
-from ledger.run.ledger import Ledger
+from ledger import Ledger
 from projections import replay, resume
-from projections.snapshot import load_snapshot
+from tests.internals import RunPaths, encode_rows, load_snapshot, policy_from_json
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS = ("P-1", "P-2", "P-3", "P-4 kill", "P-4 close", "P-5", "P-6", "P-7")
@@ -60,12 +57,14 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, list[
 # Figures of every target.
 
 
+@pytest.mark.slow
 def test_every_target_has_a_row(tiny: tuple[str, dict[str, list[str]]]) -> None:
     _, rows = tiny
     assert sorted(rows) == sorted(TARGETS)
 
 
 @pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.slow
 def test_every_target_has_both_figures_and_a_ratio(
     tiny: tuple[str, dict[str, list[str]]], target: str
 ) -> None:
@@ -78,6 +77,7 @@ def test_every_target_has_both_figures_and_a_ratio(
     assert met in ("yes", "NO")
 
 
+@pytest.mark.slow
 def test_p4_states_share_the_incumbent_of_each_round(
     tiny: tuple[str, dict[str, list[str]]],
 ) -> None:
@@ -91,12 +91,14 @@ def test_p4_states_share_the_incumbent_of_each_round(
         assert re.search(r"[0-9]+ to dispatch", line), line
 
 
+@pytest.mark.slow
 def test_nothing_is_left_unmeasured(tiny: tuple[str, dict[str, list[str]]]) -> None:
     text, rows = tiny
     assert "## Not measured yet" not in text
     assert all("not measured yet" not in cell for row in rows.values() for cell in row)
 
 
+@pytest.mark.slow
 def test_results_file_names_machine_command_and_data(
     tiny: tuple[str, dict[str, list[str]]],
 ) -> None:

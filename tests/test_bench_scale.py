@@ -18,10 +18,7 @@ import psycopg
 import pytest
 
 from bench.scale import END, START, write_section
-from ledger.postgres.schema import SCHEMA
-from tests.pg_support import pg_admin, pg_conninfo
-
-__all__ = ["pg_admin"]  # a fixture, imported for pytest
+from tests.internals import SCHEMA
 
 ROOT = Path(__file__).resolve().parents[1]
 SIDES = (
@@ -74,13 +71,13 @@ def _cells(stdout: str) -> dict[str, list[str]]:
 
 @pytest.mark.slow
 def test_sc_7_a_tiny_run_reports_every_figure_and_writes_its_section(
-    pg_admin: psycopg.Connection[Any], tmp_path: Path
+    pg_url: str, pg_admin: psycopg.Connection[Any], tmp_path: Path
 ) -> None:
     out = tmp_path / "RESULTS.md"
     out.write_text(BEFORE + f"\n{START}\nstale figures\n{END}" + AFTER)
     before = _bench_runs(pg_admin)
     command = [sys.executable, "-m", "bench.scale", "--tiny", "--store"]
-    command += [pg_conninfo(), "--out", str(out), "--workdir", str(tmp_path / "w")]
+    command += [pg_url, "--out", str(out), "--workdir", str(tmp_path / "w")]
     done = subprocess.run(
         command,
         cwd=ROOT,

@@ -13,7 +13,6 @@ import subprocess
 import sys
 import textwrap
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,32 +20,26 @@ import psycopg
 import pytest
 
 from ledger import Ledger
-from ledger.postgres.schema import SCHEMA
-from ledger.postgres.url import STORE_ENV
-from tests.pg_server import pg_conninfo
+from tests.internals import SCHEMA, STORE_ENV
 from tests.test_cli_support import CliRun, graded, read_jsonl
-from tests.test_store_contract import drop_run, pg_admin
-
-__all__ = ["pg_admin"]
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 class PgCliRun(CliRun):
-    """A ``CliRun`` whose ``OUT`` is a run URL on the test server."""
+    """A ``CliRun`` whose ``OUT`` is a run URL in the test's own database."""
 
-    def __init__(self, folder: Path, run: str) -> None:
+    def __init__(self, folder: Path, run: str, database: str) -> None:
         super().__init__(folder)
         self.run = run
-        self.url = f"{pg_conninfo()}?run={run}"
+        self.database = database
+        self.url = f"{database}?run={run}"
         self.out = self.url  # type: ignore[assignment]
 
 
 @pytest.fixture
-def pg_run(tmp_path: Path, pg_admin: psycopg.Connection[Any]) -> Iterator[PgCliRun]:
-    run = PgCliRun(tmp_path, f"cli-{uuid.uuid4().hex[:10]}")
-    yield run
-    drop_run(pg_admin, run.run)
+def pg_run(tmp_path: Path, pg_url: str) -> PgCliRun:
+    return PgCliRun(tmp_path, f"cli-{uuid.uuid4().hex[:10]}", pg_url)
 
 
 def _complete(run: PgCliRun) -> None:
@@ -114,7 +107,7 @@ def test_sc_5_export_files_then_verify_gives_the_same_head_hash(
 
 
 def test_sc_5_import_from_a_file_run_keeps_its_events_and_hashes(
-    tmp_path: Path, pg_admin: psycopg.Connection[Any]
+    tmp_path: Path, pg_url: str
 ) -> None:
     (tmp_path / "files").mkdir()
     files = CliRun(tmp_path / "files")
@@ -122,19 +115,16 @@ def test_sc_5_import_from_a_file_run_keeps_its_events_and_hashes(
     files.collect(lambda row: graded(0.5))
     head = files.ok("head", files.out).stdout
     run = f"imp-{uuid.uuid4().hex[:10]}"
-    url = f"{pg_conninfo()}?run={run}"
-    try:
-        loaded = files.ok("import", url, "--from", files.out)
-        assert head.split()[1] in loaded.stdout
-        assert files.ok("head", url).stdout == head
-        assert files.ok("verify", url).exit_code == 0
-        assert len(read_jsonl_lines(files, url)) == 6
-        resumed = files.invoke("resume", url, *files.config_args(), "--dry-run")
-        assert resumed.exit_code == 0, resumed.stderr
-        # the import is whole or nothing: a second one into the same run refuses
-        assert files.invoke("import", url, "--from", files.out).exit_code == 3
-    finally:
-        drop_run(pg_admin, run)
+    url = f"{pg_url}?run={run}"
+    loaded = files.ok("import", url, "--from", files.out)
+    assert head.split()[1] in loaded.stdout
+    assert files.ok("head", url).stdout == head
+    assert files.ok("verify", url).exit_code == 0
+    assert len(read_jsonl_lines(files, url)) == 6
+    resumed = files.invoke("resume", url, *files.config_args(), "--dry-run")
+    assert resumed.exit_code == 0, resumed.stderr
+    # the import is whole or nothing: a second one into the same run refuses
+    assert files.invoke("import", url, "--from", files.out).exit_code == 3
 
 
 def read_jsonl_lines(run: CliRun, url: str) -> list[Any]:
@@ -147,7 +137,7 @@ def test_sc_1_a_bare_run_name_finds_its_store_in_the_environment(
     pg_run: PgCliRun, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pg_run.create()
-    monkeypatch.setenv(STORE_ENV, pg_conninfo())
+    monkeypatch.setenv(STORE_ENV, pg_run.database)
     monkeypatch.chdir(pg_run.folder)
     assert pg_run.ok("head", pg_run.run).stdout == pg_run.ok("head", pg_run.url).stdout
 
@@ -220,7 +210,7 @@ def test_sc_4_history_and_export_read_the_run_without_its_lock(
 
 @pytest.mark.parametrize("name", ["blackjack", "claude_code_math"])
 def test_sc_5_a_real_run_saved_without_a_ledger_goes_to_postgresql_and_back(
-    name: str, tmp_path: Path, pg_admin: psycopg.Connection[Any]
+    name: str, tmp_path: Path, pg_url: str
 ) -> None:
     """REC-70 beside the files, then SC-2's copy; export --files gives it back."""
     from tests.test_import_real_runs import RUNS, collector_bytes, copy_run
@@ -230,20 +220,17 @@ def test_sc_5_a_real_run_saved_without_a_ledger_goes_to_postgresql_and_back(
     out = copy_run(RUNS[name][0], source)
     original = collector_bytes(out)
     run = f"real-{uuid.uuid4().hex[:10]}"
-    url = f"{pg_conninfo()}?run={run}"
+    url = f"{pg_url}?run={run}"
     cli = CliRun(tmp_path)
-    try:
-        loaded = cli.ok("import", url, "--from", out, "--skip-rejected")
-        assert f"into {url}" in loaded.stdout
-        assert collector_bytes(out) == original  # the collector's files untouched
-        head = cli.ok("head", url).stdout
-        assert cli.ok("head", out).stdout == head
-        assert cli.ok("verify", url).exit_code == 0
-        copy = tmp_path / "copy"
-        cli.ok("export", url, "--files", copy)
-        exported = collector_bytes(copy / out.name)
-        assert exported == original  # byte for byte, rejected lines included
-        assert cli.ok("head", copy / out.name).stdout == head
-        assert cli.ok("verify", copy / out.name).exit_code == 0
-    finally:
-        drop_run(pg_admin, run)
+    loaded = cli.ok("import", url, "--from", out, "--skip-rejected")
+    assert f"into {url}" in loaded.stdout
+    assert collector_bytes(out) == original  # the collector's files untouched
+    head = cli.ok("head", url).stdout
+    assert cli.ok("head", out).stdout == head
+    assert cli.ok("verify", url).exit_code == 0
+    copy = tmp_path / "copy"
+    cli.ok("export", url, "--files", copy)
+    exported = collector_bytes(copy / out.name)
+    assert exported == original  # byte for byte, rejected lines included
+    assert cli.ok("head", copy / out.name).stdout == head
+    assert cli.ok("verify", copy / out.name).exit_code == 0

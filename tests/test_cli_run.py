@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ledger import Ledger, RunLock, RunManifest
-from ledger.run.plan_record import record_plan_rows
+from tests.internals import record_plan_rows
 from tests.test_cli_support import (
     CliRun,
     by_key,

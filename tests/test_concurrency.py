@@ -41,8 +41,10 @@ HOLDER = re.compile(r"held by pid (\d+) on host (\S+) since (\S+)")
 
 RACER = textwrap.dedent(
     """
-    import runpy, sys
-    import cli.main, cli.render, ledger, projections  # what the commands import
+    import importlib, pkgutil, runpy, sys
+    import cli, ledger, projections  # what the commands import, and cli's lazy imports
+    for found in pkgutil.iter_modules(cli.__path__, "cli."):
+        importlib.import_module(found.name)
     print("ready", flush=True)
     sys.stdin.readline()  # the barrier: the test releases every racer at once
     sys.argv = sys.argv[1:]

@@ -16,10 +16,10 @@ import pytest
 from click.testing import CliRunner
 from omegaconf import OmegaConf
 
-import cli.demo
 from cli import main
 from ledger import Ledger
 from projections import create_run, replay
+from tests.internals import demo_module
 
 STEM = "rollouts"
 
@@ -41,19 +41,19 @@ def _created_by_demo(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     def stop(*args: object, **kwargs: object) -> list[str]:
         raise _Stop
 
-    monkeypatch.setattr(cli.demo, "_round", stop)
+    monkeypatch.setattr(demo_module, "_round", stop)
     with pytest.raises(_Stop):
         CliRunner().invoke(
-            cli.demo.demo, [str(folder), "--rollouts", "8"], catch_exceptions=False
+            demo_module.demo, [str(folder), "--rollouts", "8"], catch_exceptions=False
         )
     return folder / f"{STEM}.jsonl"
 
 
 def _created_by_command(folder: Path) -> Path:
     folder.mkdir()
-    cli.demo._write_config(folder, parallel=32)
+    demo_module._write_config(folder, parallel=32)
     rows = folder / "rows.jsonl"
-    rows.write_text("".join(json.dumps(row) + "\n" for row in cli.demo._inputs(8)))
+    rows.write_text("".join(json.dumps(row) + "\n" for row in demo_module._inputs(8)))
     out = folder / f"{STEM}.jsonl"
     result = CliRunner().invoke(
         main,
@@ -96,10 +96,10 @@ def test_cli_2_demo_and_create_publish_the_same_files(
 def test_cli_2_create_run_returns_what_the_run_holds(tmp_path: Path) -> None:
     folder = tmp_path / "run"
     folder.mkdir()
-    cli.demo._write_config(folder, parallel=32)
+    demo_module._write_config(folder, parallel=32)
     # A row without agent_ref takes the collection's agent_name; the caller's
     # rows are not modified.
-    rows = cli.demo._inputs(8)
+    rows = demo_module._inputs(8)
     del rows[0]["agent_ref"]
     created = create_run(
         folder / f"{STEM}.jsonl",

@@ -17,12 +17,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
-from ledger.clock import Clock
-from ledger.errors import ConfigError, LedgerError
-from ledger.identity.credentials import credential_named, credential_safe, redact_text
-from ledger.identity.digest import config_identity, identity_digest
-from ledger.identity.drift import diff_keys, drift
-from ledger.identity.manifest import RunManifest
+from ledger import (
+    Clock,
+    ConfigError,
+    LedgerError,
+    RunManifest,
+    config_identity,
+    credential_safe,
+    diff_keys,
+    drift,
+    identity_digest,
+)
+from tests.internals import credential_named, redact_text
 from tests.test_identity import changed, nemo_configuration
 
 R = "<redacted>"
@@ -349,6 +355,7 @@ def _raised(config: Any, global_config: Any, rows: Any, *, safe: bool) -> list[s
     return []
 
 
+@pytest.mark.slow
 @given(
     secrets=st.lists(_SECRET, min_size=FORMS, max_size=FORMS, unique=True),
     rotated=st.lists(_SECRET, min_size=FORMS, max_size=FORMS, unique=True),

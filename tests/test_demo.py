@@ -8,7 +8,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from cli.demo import demo
+from tests.internals import demo
 
 
 def run_demo(folder: Path, *args: str) -> str:

@@ -7,9 +7,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from ledger.identity.digest import config_identity
-from ledger.identity.drift import Drift, classify_key, diff_keys, drift
-from ledger.identity.key_words import join_key, split_key
+from ledger import Drift, classify_key, config_identity, diff_keys, drift
+from tests.internals import join_key, split_key
 from tests.test_identity import changed, nemo_configuration
 
 POLICY = "servers.policy_model.responses_api_models.vllm_model"

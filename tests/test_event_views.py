@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger import events as ev
-from ledger.event_views import VIEWS
+from tests.internals import VIEWS, event_views
 from tests.strategies import event_of
 
 
@@ -60,11 +60,9 @@ def test_each_view_is_a_subset_of_its_event(
 
 
 def test_every_partial_decoder_of_an_event_is_a_listed_view() -> None:
-    import ledger.event_views as views
-
     tagged = [
         value
-        for value in vars(views).values()
+        for value in vars(event_views).values()
         if isinstance(value, type)
         and issubclass(value, msgspec.Struct)
         and mi.type_info(value).tag is not None  # type: ignore[attr-defined]

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ledger import Ledger, RunLock
 from ledger.events import (
     EVENT_TYPES,
     KINDS,
@@ -19,8 +20,6 @@ from ledger.events import (
     encode_body,
     kind_of,
 )
-from ledger.run.ledger import Ledger
-from ledger.run.lock import RunLock
 from tests.conftest import MinimalManifest, RunFactory, input_rows
 from tests.strategies import any_event, strategy_for
 

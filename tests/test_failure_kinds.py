@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from ledger.policy.model import RecoveryPolicy
-from ledger.rows.failure_kinds import (
+from ledger import (
     FAILURE_KINDS,
-    KIND_ALIASES,
-    canonical_kind,
+    RecoveryPolicy,
     is_namespaced,
     is_registered,
-    is_transport_kind,
     kind_is,
     side,
 )
+from tests.internals import KIND_ALIASES, canonical_kind, is_transport_kind
 
 EVALUATION = [
     "transport_unreachable",

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ledger.errors import LedgerError
-from ledger.files import atomic_replace, canonical_json, publish_json
+from ledger import LedgerError, atomic_replace, publish_json
+from tests.internals import canonical_json
 
 
 def leftovers(folder: Path) -> list[str]:

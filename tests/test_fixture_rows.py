@@ -10,7 +10,6 @@ counted.
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,21 +17,11 @@ from typing import Any
 
 import pytest
 
-from ledger import facts_rules
-from ledger.rows.all_facts import row_facts
-from ledger.rows.facts import RowFacts
+from ledger import RowFacts, facts_rules, row_facts
+from tests.prerequisites import FIXTURES_ENV, nemo_gym_fixtures, require_folder
 
-ROOT = Path(__file__).parents[1]
-FIXTURES = Path(
-    os.environ.get(
-        "ROLLOUT_LEDGER_NEMO_GYM_FIXTURES",
-        ROOT.parent / "shared" / "fixtures" / "nemo-gym",
-    )
-)
-
-pytestmark = pytest.mark.skipif(
-    not FIXTURES.is_dir(), reason=f"NeMo Gym fixtures not found at {FIXTURES}"
-)
+FIXTURES = nemo_gym_fixtures()
+require_folder(FIXTURES, "*.jsonl", FIXTURES_ENV)
 
 
 def result_files() -> list[Path]:

@@ -13,8 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger import events as ev
-from projections.fold import HANDLERS, IGNORED_KINDS, NEEDS_AT, FoldStep, fold_events
-from projections.fold_rows import FAST_DECODER
+from tests.internals import (
+    DEFAULT_POLICY,
+    FAST_DECODER,
+    HANDLERS,
+    IGNORED_KINDS,
+    NEEDS_AT,
+    FoldStep,
+    fold_events,
+)
 from tests.strategies import event_of
 
 
@@ -54,8 +61,6 @@ def test_the_fast_path_decodes_every_kind() -> None:
 @settings(max_examples=20)
 @given(st.sampled_from(sorted(IGNORED_KINDS)).flatmap(lambda k: event_of(ev.KINDS[k])))
 def test_an_ignored_kind_leaves_the_state_but_its_head(body: ev.Event) -> None:
-    from ledger.policy.model import DEFAULT_POLICY
-
     kind = ev.kind_of(body)
     assert kind in IGNORED_KINDS
     stored = ev.StoredEvent(

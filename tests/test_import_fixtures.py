@@ -11,7 +11,6 @@ pins the counts across all fixtures, so a rule change shows as a diff.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 from collections import Counter
@@ -23,18 +22,12 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from cli.commands_import import import_
-from cli.main import LedgerGroup
 from ledger import Ledger
-from ledger.legacy.reading import REASONS
 from projections import import_run, verify
+from tests.internals import REASONS, LedgerGroup, import_
+from tests.prerequisites import FIXTURES_ENV, nemo_gym_fixtures, unavailable
 
-ROOT = Path(__file__).parents[1]
-FIXTURES = Path(
-    os.environ.get(
-        "ROLLOUT_LEDGER_NEMO_GYM_FIXTURES", ROOT / ".." / "shared/fixtures/nemo-gym"
-    )
-).resolve()
+FIXTURES = nemo_gym_fixtures()
 _NOT_RESULTS = (
     "_materialized_inputs.jsonl",
     "_reward_profiling.jsonl",
@@ -53,9 +46,8 @@ def result_files() -> list[str]:
 
 
 RESULT_FILES = result_files()
-pytestmark = pytest.mark.skipif(
-    not RESULT_FILES, reason=f"no NeMo Gym fixtures at {FIXTURES}"
-)
+if not RESULT_FILES:
+    unavailable(f"no NeMo Gym result files at {FIXTURES}; point {FIXTURES_ENV} at them")
 
 
 def _group() -> click.Group:

@@ -19,12 +19,10 @@ from click.testing import CliRunner
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from cli.commands_import import import_
-from cli.main import LedgerGroup
-from ledger import Ledger, LedgerError, RunLock
-from ledger.clock import Clock
+from ledger import Clock, Ledger, LedgerError, RunLock
 from projections import import_run, verify
 from tests.conftest import input_rows
+from tests.internals import LedgerGroup, import_
 from tests.strategies import json_values
 
 RUN_ID = "5f" + "0" * 30

@@ -10,7 +10,6 @@ rows. The collector files are byte-identical throughout (REC-70).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -18,13 +17,9 @@ import pytest
 from click.testing import CliRunner
 
 from cli import main
+from tests.prerequisites import FIXTURES_ENV, nemo_gym_fixtures, unavailable
 
-FIXTURES = Path(
-    os.environ.get(
-        "ROLLOUT_LEDGER_NEMO_GYM_FIXTURES",
-        Path(__file__).parents[1].parent / "shared" / "fixtures" / "nemo-gym",
-    )
-)
+FIXTURES = nemo_gym_fixtures()
 RUNS = {
     "claude_code_math": (
         "responses_api_agents/claude_code_agent/data/example_math_rollouts",
@@ -42,7 +37,7 @@ RUNS = {
 def copy_run(stem_path: str, folder: Path) -> Path:
     source = FIXTURES / stem_path
     if not source.with_suffix(".jsonl").exists():
-        pytest.skip(f"the NeMo Gym fixtures are not at {FIXTURES}")
+        unavailable(f"no {source.name}.jsonl at {FIXTURES}; point {FIXTURES_ENV} at it")
     stem = source.name
     for suffix in (".jsonl", "_materialized_inputs.jsonl", "_failures.jsonl"):
         found = source.parent / f"{stem}{suffix}"

@@ -20,17 +20,16 @@ from pathlib import Path
 
 import pytest
 
+from ledger import Ledger
 from ledger.events import AttemptReserved
-from ledger.run.ledger import Ledger
 
 TRIALS = int(os.environ.get("ROLLOUT_LEDGER_KILL_TRIALS", "25"))
 
 WRITER = textwrap.dedent(
     """
     import random, sys
+    from ledger import Ledger, RunLock
     from ledger.events import AttemptReserved
-    from ledger.run.lock import RunLock
-    from ledger.run.ledger import Ledger
     from tests.conftest import MinimalManifest, input_rows
 
     out, seed = sys.argv[1], int(sys.argv[2])

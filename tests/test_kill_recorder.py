@@ -48,9 +48,8 @@ def collection_rows() -> list[dict[str, Any]]:
 COLLECTOR = textwrap.dedent(
     """
     import asyncio, os, random, signal, sys
-    from ledger import Ledger, RunLock
-    from ledger.store.file_sink import FileSink
-    from ledger import RecoveryPolicy, RunManifest
+    from ledger import Ledger, RecoveryPolicy, RunLock, RunManifest
+    from tests.internals import FileSink
     from projections import replan, resume
     from tests.test_kill_recorder import collection_rows
     from tests.test_identity import nemo_configuration

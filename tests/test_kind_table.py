@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import pytest
 
-from ledger import FAILURE_KINDS, RecoveryPolicy, facts_rules, side
-from ledger.rows.facts import CallFacts, FailureEventFacts, RowFacts
-from ledger.rows.failure_kinds import (
+from ledger import FAILURE_KINDS, RecoveryPolicy, RowFacts, facts_rules, side
+from tests.internals import (
     DEFAULT_REGRADE_KINDS,
     KIND_ALIASES,
     KIND_INFO,
     STAGES,
+    CallFacts,
+    FailureEventFacts,
     KindInfo,
+    classify,
     kind_info,
 )
-from projections.classify import classify
 
 KINDS = sorted(FAILURE_KINDS)
 

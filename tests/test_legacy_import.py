@@ -22,16 +22,16 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
-from cli.commands_import import _progress_bar, import_
-from cli.main import LedgerGroup
-from ledger import Ledger, import_legacy_run
-from ledger.clock import Clock
-from ledger.errors import (
+from ledger import (
+    Clock,
     ConfigError,
     CorruptLedger,
     IdentityMismatch,
+    Ledger,
     LedgerError,
     RowError,
+    RunLock,
+    import_legacy_run,
 )
 from ledger.events import (
     FailureSaved,
@@ -41,7 +41,9 @@ from ledger.events import (
     RunCreated,
     TailRepaired,
 )
-from ledger.legacy.reading import (
+from projections import decide, import_run, replay, resume, verify
+from tests.conftest import input_rows
+from tests.internals import (
     BAD_ATTEMPT,
     BLANK,
     NO_INDEX,
@@ -54,10 +56,10 @@ from ledger.legacy.reading import (
     PLACEHOLDER,
     TORN,
     UNKNOWN_KEY,
+    LedgerGroup,
+    _progress_bar,
+    import_,
 )
-from ledger.run.lock import RunLock
-from projections import decide, import_run, replay, resume, verify
-from tests.conftest import input_rows
 from tests.test_identity import nemo_configuration
 
 ROOT = Path(__file__).parents[1]
@@ -340,7 +342,7 @@ def test_rec_70_a_failed_rename_leaves_no_half_run(
     def killed(*args: Any) -> None:
         raise KeyboardInterrupt  # as if the process died right before the rename
 
-    monkeypatch.setattr("ledger.legacy.importer.os.replace", killed)
+    monkeypatch.setattr(os, "replace", killed)
     with pytest.raises(KeyboardInterrupt):
         import_run(out)
     assert not (tmp_path / "rollouts_ledger" / "ledger.db").exists()
@@ -351,7 +353,7 @@ def test_rec_70_a_failed_rename_leaves_no_half_run(
 # The child kills itself with SIGKILL right after one step of the import.
 _KILLED_IMPORT = """
 import os, signal, sys
-import ledger.legacy.importer as legacy
+from tests.internals import legacy_importer as legacy
 from projections import import_run
 
 def killed_after(step):
@@ -898,14 +900,14 @@ def test_cli_3_progress_on_a_terminal_only(
             return True
 
     terminal = Terminal()
-    monkeypatch.setattr("cli.commands_import.sys.stderr", terminal)
+    monkeypatch.setattr(sys, "stderr", terminal)
     with _progress_bar(quiet=False) as advance:
         assert advance is not None
         advance(size, size)
     assert "importing" in terminal.getvalue()
     with _progress_bar(quiet=True) as advance:
         assert advance is None
-    monkeypatch.setattr("cli.commands_import.sys.stderr", io.StringIO())
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
     with _progress_bar(quiet=False) as advance:
         assert advance is None
 

@@ -12,13 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from ledger.errors import LedgerError, LockHeld
-from ledger.run.lock import RunLock
+from ledger import LedgerError, LockHeld, RunLock
 
 HOLD = textwrap.dedent(
     """
     import sys, time
-    from ledger.run.lock import RunLock
+    from ledger import RunLock
     lock = RunLock(sys.argv[1], checkpoint_dir=sys.argv[2] or None).acquire()
     print("held", flush=True)
     time.sleep(float(sys.argv[3]))
@@ -28,8 +27,7 @@ HOLD = textwrap.dedent(
 RACE = textwrap.dedent(
     """
     import sys, time
-    from ledger.errors import LockHeld
-    from ledger.run.lock import RunLock
+    from ledger import LockHeld, RunLock
     start = float(sys.argv[2])
     while time.time() < start:
         pass

@@ -13,15 +13,24 @@ import msgspec
 import pytest
 from pydantic import ValidationError
 
-from ledger.clock import Clock
-from ledger.errors import ConfigError, CorruptLedger
+from ledger import (
+    Clock,
+    ConfigError,
+    CorruptLedger,
+    RunManifest,
+    config_identity,
+    identity_digest,
+    max_rollout_attempts,
+)
 from ledger.events import RunCreated
-from ledger.identity import registries
-from ledger.identity.digest import config_identity, identity_digest
-from ledger.identity.forms import added_at_default, restored_null_defaults
-from ledger.identity.manifest import RunManifest, materialized_digest
-from ledger.jsonl import encode_rows
-from ledger.policy.attempts_cap import max_rollout_attempts
+from tests.internals import (
+    added_at_default,
+    encode_rows,
+    identity_manifest,
+    materialized_digest,
+    registries,
+    restored_null_defaults,
+)
 from tests.test_identity import changed, nemo_configuration
 
 FIELDS = [
@@ -469,15 +478,13 @@ def test_id_31_unredacted_forms_are_computed_only_when_asked(
     """ID-31: the unredacted identity (which reads the environment) is lazy."""
     manifest = _create()
     calls: list[bool] = []
-    original = __import__(
-        "ledger.identity.manifest", fromlist=["identity_of"]
-    ).identity_of
+    original = identity_manifest.identity_of
 
     def spy(inputs: Any, *, credential_safe: bool = True) -> Any:
         calls.append(credential_safe)
         return original(inputs, credential_safe=credential_safe)
 
-    monkeypatch.setattr("ledger.identity.manifest.identity_of", spy)
+    monkeypatch.setattr(identity_manifest, "identity_of", spy)
     assert manifest.matches_config(manifest.config_digest)
     assert calls == []
     assert not manifest.matches_config("b" * 64)

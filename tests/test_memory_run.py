@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from ledger import Clock, Ledger, LedgerError, LockHeld, RunLock, RunManifest
-from ledger.store.memory import forget_all
 from projections import check_complete, coverage, publish, replan, replay, verify
 from tests.conftest import input_rows
+from tests.internals import forget_all
 
 
 @pytest.fixture

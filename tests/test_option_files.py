@@ -13,10 +13,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger import ConfigError, LedgerError, RecoveryPolicy, config_identity
-from ledger.policy.approvals import parse_approvals, read_approvals
-from ledger.policy.model import DEFAULT_POLICY
-from ledger.policy.source import creation_policy, read_policy_file
+from ledger import (
+    ConfigError,
+    LedgerError,
+    RecoveryPolicy,
+    config_identity,
+    creation_policy,
+)
+from tests.internals import (
+    DEFAULT_POLICY,
+    parse_approvals,
+    read_approvals,
+    read_policy_file,
+)
 
 # -- REC-26: approval files ---------------------------------------------------------
 

@@ -18,10 +18,8 @@ import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from projections import coverage, decide, decide_all
-from projections.classify import BRANCHES
-from projections.decide import Decision
-from projections.state import Judgment, RolloutState, RunState
+from projections import Decision, RunState, coverage, decide, decide_all
+from tests.internals import BRANCHES, Judgment, RolloutState
 
 _KINDS = st.sampled_from([None, "session_lost", "judge_failed"])
 _SCORES = st.sampled_from([None, 0.0, 0.5, 1.0])

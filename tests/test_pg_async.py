@@ -8,9 +8,7 @@ one transaction, each row is stored with its event, and the run verifies.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,20 +16,15 @@ import psycopg
 import pytest
 
 from ledger import ConfigError, Ledger, RunLock, RunManifest
-from ledger.postgres.schema import SCHEMA
 from projections import replay, resume, selected_results, verify
-from tests.pg_server import pg_conninfo
+from tests.internals import SCHEMA
 from tests.test_identity import nemo_configuration
-from tests.test_store_contract import drop_run, pg_admin
-
-__all__ = ["pg_admin"]
 
 
 @pytest.fixture
-def url(pg_admin: psycopg.Connection[Any]) -> Iterator[str]:
-    run = f"async-{uuid.uuid4().hex[:10]}"
-    yield f"{pg_conninfo()}?run={run}"
-    drop_run(pg_admin, run)
+def url(pg_url: str) -> str:
+    """A run URL in the test's own database."""
+    return f"{pg_url}?run=async-{uuid.uuid4().hex[:10]}"
 
 
 def _rows(tasks: int) -> list[dict[str, Any]]:
@@ -116,11 +109,9 @@ def test_sc_2_results_read_in_chunks_equal_the_exported_files(
     url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """CLI-12 on PostgreSQL reads rows a chunk per query; any chunk size, same rows."""
-    from ledger.postgres.copy import export_files
-
-    # The modules, not the functions projections re-exports under those names.
-    resume_module = importlib.import_module("projections.replan")
-    results_module = importlib.import_module("projections.results")
+    # replan_module, results_module: the modules, not the functions projections
+    # re-exports under those names.
+    from tests.internals import export_files, replan_module, results_module
 
     config, servers, _ = nemo_configuration()
     rows = _rows(20)
@@ -138,7 +129,7 @@ def test_sc_2_results_read_in_chunks_equal_the_exported_files(
     assert len(expected) == len(rows)
     for chunk in (1, 7, 512):
         monkeypatch.setattr(results_module, "_CHUNK", chunk)
-        monkeypatch.setattr(resume_module, "_READ_CHUNK", chunk)
+        monkeypatch.setattr(replan_module, "_READ_CHUNK", chunk)
         with Ledger.open(url) as led:
             assert list(selected_results(led, replay(led), all=True)) == expected
             again = resume(led, config, servers, dry_run=True).plan.dispatch

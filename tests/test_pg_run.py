@@ -23,8 +23,15 @@ from typing import Any
 import psycopg
 import pytest
 
-from ledger import Ledger, RunLock, RunManifest
-from ledger.errors import ConfigError, CorruptLedger, LedgerError, LockHeld
+from ledger import (
+    ConfigError,
+    CorruptLedger,
+    Ledger,
+    LedgerError,
+    LockHeld,
+    RunLock,
+    RunManifest,
+)
 from ledger.events import (
     AttemptReserved,
     AttemptsExtended,
@@ -33,22 +40,18 @@ from ledger.events import (
     RerunApproved,
     ResumeStarted,
 )
-from ledger.jsonl import encode_row
-from ledger.postgres.copy import export_files, import_into_store
-from ledger.postgres.schema import SCHEMA
 from projections import replan, replay, resume, selected_results, verify
+from tests.internals import SCHEMA, encode_row, export_files, import_into_store
 from tests.pg_support import (
     PgRun,
-    drop_run,
     new_url,
     outcome_of,
-    pg_admin,
     pg_run,
     table_count,
 )
 from tests.test_identity import nemo_configuration
 
-__all__ = ["pg_admin", "pg_run"]  # fixtures, imported for pytest
+__all__ = ["pg_run"]  # a fixture, imported for pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 Admin = psycopg.Connection[Any]
@@ -111,10 +114,10 @@ def test_sc_1_a_run_is_created_and_opened_by_its_url(pg_run: PgRun) -> None:
 
 
 def test_sc_1_opening_a_run_that_does_not_exist_is_corrupt_ledger(
-    pg_admin: Admin,
+    pg_url: str,
 ) -> None:
     with pytest.raises(CorruptLedger, match="no run"):
-        Ledger.open(new_url("missing"))
+        Ledger.open(new_url(pg_url, "missing"))
 
 
 def test_sc_1_creating_a_run_twice_is_refused(pg_run: PgRun) -> None:
@@ -198,8 +201,9 @@ def test_sc_4_the_server_releases_the_lock_when_its_holder_is_sigkilled(
 
 def test_sc_4_a_coordinator_needs_the_held_lock_of_its_own_run(
     pg_run: PgRun,
+    pg_url: str,
 ) -> None:
-    other = RunLock(new_url("other")).acquire()
+    other = RunLock(new_url(pg_url, "other")).acquire()
     try:
         with pytest.raises(LedgerError, match="not for"):
             Ledger.open(pg_run.url, lock=other)
@@ -393,30 +397,27 @@ def test_sc_5_export_files_gives_a_sqlite_run_with_the_same_head_that_verifies(
 
 
 def test_sc_5_import_into_store_of_a_file_based_run_keeps_its_head(
-    file_run: tuple[Path, RunLock], pg_admin: Admin, tmp_path: Path
+    file_run: tuple[Path, RunLock], pg_url: str, tmp_path: Path
 ) -> None:
     out, _ = file_run
-    url = new_url("imported")
-    try:
-        with Ledger.open(out) as source:
-            head = source.head()
-            assert import_into_store(source, url) == head
-            expected = list(selected_results(source, replay(source)))
-        with Ledger.open(url) as imported:
-            assert imported.folder is None
-            assert imported.head() == head
-            assert verify(imported) == []
-            assert list(selected_results(imported, replay(imported))) == expected
-            back = export_files(imported, tmp_path / "back")
-        with Ledger.open(back.out) as again:
-            assert again.head() == head
-            assert verify(again) == []
-        for name in ("rollouts.jsonl", "rollouts_materialized_inputs.jsonl"):
-            assert (back.folder / name).read_bytes() == (out.parent / name).read_bytes()
-        with Ledger.open(out) as source, pytest.raises(ConfigError, match="exists"):
-            import_into_store(source, url)  # a run is imported once
-    finally:
-        drop_run(pg_admin, run_name(url))
+    url = new_url(pg_url, "imported")
+    with Ledger.open(out) as source:
+        head = source.head()
+        assert import_into_store(source, url) == head
+        expected = list(selected_results(source, replay(source)))
+    with Ledger.open(url) as imported:
+        assert imported.folder is None
+        assert imported.head() == head
+        assert verify(imported) == []
+        assert list(selected_results(imported, replay(imported))) == expected
+        back = export_files(imported, tmp_path / "back")
+    with Ledger.open(back.out) as again:
+        assert again.head() == head
+        assert verify(again) == []
+    for name in ("rollouts.jsonl", "rollouts_materialized_inputs.jsonl"):
+        assert (back.folder / name).read_bytes() == (out.parent / name).read_bytes()
+    with Ledger.open(out) as source, pytest.raises(ConfigError, match="exists"):
+        import_into_store(source, url)  # a run is imported once
 
 
 # -- ID-14 / SC-1: no credential in anything recorded ------------------------------
@@ -446,11 +447,11 @@ def _all_stored_bytes(admin: Admin, run: str) -> bytes:
 
 
 def test_id_14_no_credential_is_recorded_on_postgres(
-    pg_admin: Admin, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    pg_url: str, pg_admin: Admin, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     for name, value in SECRETS.items():
         monkeypatch.setenv(name, value)
-    run = PgRun.create()
+    run = PgRun.create(pg_url)
     try:
         rows = released_rows(run)
         worker = run.worker()
@@ -468,4 +469,3 @@ def test_id_14_no_credential_is_recorded_on_postgres(
             assert secret.encode() not in exported, secret
     finally:
         run.close()
-        drop_run(pg_admin, run_name(run.url))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from ledger.postgres.schema import PG_SCHEMA_VERSION, SCHEMA, migrate
+from tests.internals import PG_SCHEMA_VERSION, SCHEMA, migrate
 from tests.pg_server import TemporaryServer, answers, find_binaries
 
 

@@ -24,20 +24,16 @@ import psycopg
 import pytest
 
 from ledger import Ledger
-from ledger.postgres.copy import export_files
 from projections import decide_all, replan, replay, resume, verify
+from tests.internals import export_files
 from tests.pg_support import (
     PgRun,
     WorkerJob,
     collect,
-    drop_run,
     log_facts,
-    pg_admin,
     read_reports,
     table_count,
 )
-
-__all__ = ["pg_admin"]  # a fixture, imported for pytest
 
 SLOTS = 8
 TASKS, ROLLOUTS = 600, 4  # 2,400 rollouts, ~3,200 attempts, ~6,500 events
@@ -170,15 +166,12 @@ def check_the_log(run: PgRun, fleet: Fleet, admin: Admin, folder: Path) -> Any:
 
 
 @pytest.fixture
-def big_run(pg_admin: Admin) -> Any:
-    run = PgRun.create(tasks=TASKS, rollouts=ROLLOUTS)
+def big_run(pg_url: str) -> Any:
+    run = PgRun.create(pg_url, tasks=TASKS, rollouts=ROLLOUTS)
     try:
         yield run
     finally:
-        try:
-            run.close()
-        finally:
-            drop_run(pg_admin, run.url.rsplit("run=", 1)[1])
+        run.close()
 
 
 @pytest.mark.slow

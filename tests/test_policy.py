@@ -11,7 +11,8 @@ from typing import Any
 import pydantic
 import pytest
 
-from ledger.policy.model import DEFAULT_POLICY, RecoveryPolicy
+from ledger import RecoveryPolicy
+from tests.internals import DEFAULT_POLICY
 
 
 def test_rec_60_defaults() -> None:

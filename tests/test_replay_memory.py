@@ -37,7 +37,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from ledger.clock import Clock
+from ledger import Clock, Ledger, RowFacts, RunLock, row_facts
 from ledger.events import (
     AttemptReserved,
     Event,
@@ -47,14 +47,9 @@ from ledger.events import (
     encode_body,
     kind_of,
 )
-from ledger.paths import RunPaths
-from ledger.rows.all_facts import row_facts
-from ledger.rows.facts import RowFacts
-from ledger.run.ledger import Ledger
-from ledger.run.lock import RunLock
-from ledger.store.sqlite import NewEvent, SQLiteStore
 from tests.conftest import MinimalManifest, input_rows
 from tests.helpers_history import agent_timeout, failure, graded, legacy_failure
+from tests.internals import NewEvent, RunPaths, SQLiteStore
 
 pytestmark = pytest.mark.slow
 
@@ -78,7 +73,7 @@ _CHILD = textwrap.dedent(
     """
     import json, resource, sys
 
-    from ledger.run.ledger import Ledger
+    from ledger import Ledger
     from projections import coverage, decide_all, replay
 
     def peak():

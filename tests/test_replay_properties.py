@@ -23,10 +23,8 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from ledger import RecoveryPolicy, RowFacts, facts_rules
 from ledger import events as ev
-from ledger.policy.model import RecoveryPolicy
-from ledger.rows.facts import RowFacts
-from ledger.rows.policy_rules import is_infrastructure_agent_timeout
 from projections import coverage, decide, decide_all
 from tests.helpers_history import (
     ANSWER,
@@ -229,7 +227,7 @@ def check_r_4(run: History) -> None:
         if facts is None or not facts.keeps_saved_answer:
             continue
         assert attempt is not None
-        infrastructure = is_infrastructure_agent_timeout(facts, policy)
+        infrastructure = facts_rules.is_infrastructure_agent_timeout(facts, policy)
         assert infrastructure or (*key, attempt) in approved, (
             f"rollout {key} attempt {attempt} keeps a saved answer "
             f"({facts.selected_kind}) and is dispatched as attempt "

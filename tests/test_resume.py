@@ -22,14 +22,14 @@ from ledger import (
     Ledger,
     LedgerError,
     RecoveryIncomplete,
+    RecoveryPolicy,
     RunLock,
     RunManifest,
     UnknownEvent,
 )
 from ledger.events import chain_hash
-from ledger.policy.model import RecoveryPolicy
 from projections import check_complete, coverage, replay, resume
-from projections.snapshot import CODE_VERSION, save_snapshot
+from tests.internals import CODE_VERSION, save_snapshot
 from tests.test_identity import nemo_configuration
 
 Config = dict[str, Any]

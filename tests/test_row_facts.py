@@ -14,22 +14,27 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger import facts_rules
-from ledger.errors import RowError
-from ledger.policy.model import RecoveryPolicy
-from ledger.rows import rules as rows
-from ledger.rows.all_facts import row_facts
-from ledger.rows.answers import LEGACY_FAILURE_CLASSES
-from ledger.rows.calls import has_failure_evidence, reduce_call
-from ledger.rows.facts import (
+from ledger import (
+    FAILURE_KINDS,
+    RecoveryPolicy,
+    RowError,
+    RowFacts,
+    facts_rules,
+    rollout_id,
+    row_facts,
+)
+from tests.internals import (
+    KIND_ALIASES,
+    LEGACY_FAILURE_CLASSES,
+    STAGES,
     CallFacts,
     CallsSummary,
     FailureEventFacts,
     RejudgmentRef,
-    RowFacts,
+    has_failure_evidence,
+    reduce_call,
 )
-from ledger.rows.failure_kinds import FAILURE_KINDS, KIND_ALIASES, STAGES
-from ledger.rows.kinds import rollout_id
+from tests.internals import rules as rows
 
 Row = dict[str, Any]
 ENCODER = msgspec.json.Encoder(order="deterministic")

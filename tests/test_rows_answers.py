@@ -6,21 +6,21 @@ from typing import Any
 
 import pytest
 
-from ledger.policy.model import RecoveryPolicy
-from ledger.rows.answers import (
-    counts_as_generation,
-    is_diagnostic_error,
-    is_legacy_placeholder,
-    is_placeholder,
-    is_typed_response,
-)
-from ledger.rows.rules import (
+from ledger import (
     NG_NO_GENERATION_METADATA,
+    RecoveryPolicy,
     has_native_partial,
     has_recorded_grade,
     has_saved_generation,
     keeps_response,
     keeps_saved_answer,
+)
+from tests.internals import (
+    counts_as_generation,
+    is_diagnostic_error,
+    is_legacy_placeholder,
+    is_placeholder,
+    is_typed_response,
 )
 
 Row = dict[str, Any]

@@ -7,10 +7,8 @@ from typing import Any
 
 import pytest
 
-from ledger.policy.model import RecoveryPolicy
-from ledger.rows.calls import calls_span, calls_summary
-from ledger.rows.facts import CallFacts, FailureEventFacts
-from ledger.rows.rules import (
+from ledger import (
+    RecoveryPolicy,
     faults_own_window,
     is_final_agent_timeout,
     is_infrastructure_agent_timeout,
@@ -19,6 +17,7 @@ from ledger.rows.rules import (
     route_failure,
     sandbox_or_tool_fault,
 )
+from tests.internals import CallFacts, FailureEventFacts, calls_span, calls_summary
 
 Row = dict[str, Any]
 

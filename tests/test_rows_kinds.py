@@ -6,17 +6,15 @@ from typing import Any
 
 import pytest
 
-from ledger.errors import RowError
-from ledger.rows.kinds import own_failure_kind, row_kind
-from ledger.rows.rules import (
-    FinalContext,
+from ledger import (
+    RowError,
     applied_result_class,
     final_context,
     rollout_id,
     rollout_wallclock,
-    row_route,
     selected_failure_kind,
 )
+from tests.internals import FinalContext, own_failure_kind, row_kind, row_route
 
 Row = dict[str, Any]
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from ledger.policy.model import RecoveryPolicy
-from ledger.rows.rules import (
+from ledger import (
+    RecoveryPolicy,
     keeps_saved_answer,
     masked_candidate_kind,
     masked_infrastructure_kind,

@@ -8,13 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from ledger.clock import Clock
-from ledger.errors import ConcurrencyConflict, CorruptLedger, LedgerError, UnknownEvent
+from ledger import (
+    Clock,
+    ConcurrencyConflict,
+    CorruptLedger,
+    Ledger,
+    LedgerError,
+    RunLock,
+    UnknownEvent,
+)
 from ledger.events import ZERO_HASH, AttemptReserved, chain_hash
-from ledger.run.ledger import Ledger
-from ledger.run.lock import RunLock
-from ledger.store.sqlite import SCHEMA_VERSION
 from tests.conftest import MinimalManifest, RunFactory, input_rows
+from tests.internals import SCHEMA_VERSION
 
 
 def reserved(attempt: int) -> AttemptReserved:

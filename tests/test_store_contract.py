@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger.errors import (
+from ledger import (
     ConcurrencyConflict,
     ConfigError,
     CorruptLedger,
@@ -51,74 +51,41 @@ from ledger.events import (
     encode_body,
     kind_of,
 )
-from ledger.postgres.advisory import acquire_run_lock
-from ledger.postgres.schema import MIGRATIONS, PG_SCHEMA_VERSION, SCHEMA, migrate
-from ledger.postgres.store import NewRow, PostgresStore
-from ledger.postgres.url import STORE_ENV, RunUrl, is_postgres_url, resolve_run
-from ledger.store.chain import first_chain_break
-from ledger.store.decode import decode_row
-from ledger.store.sqlite import SCHEMA_VERSION, NewEvent, SQLiteStore
-from tests.pg_server import PG_ENV, pg_conninfo
+from tests.internals import (
+    MIGRATIONS,
+    PG_SCHEMA_VERSION,
+    SCHEMA,
+    SCHEMA_VERSION,
+    STORE_ENV,
+    MemoryStore,
+    NewEvent,
+    NewRow,
+    PostgresStore,
+    RunUrl,
+    SQLiteStore,
+    acquire_run_lock,
+    decode_row,
+    first_chain_break,
+    forget_all,
+    is_postgres_url,
+    migrate,
+    resolve_run,
+)
+from tests.pg_server import PG_ENV, require_server
 from tests.strategies import event_of
 
-Store = SQLiteStore | PostgresStore
+Store = SQLiteStore | PostgresStore | MemoryStore
 
-TABLES = (
-    "events",
-    "rows",
-    "snapshots",
-    "releases",
-    "reservations",
-    "run_locks",
-    "file_bytes",
-    "file_ends",
-    "published",
-)
 AT = "2026-01-01T00:00:00.000000Z"
 
 
-def require_server(conninfo: str, *, environ: Mapping[str, str]) -> None:
-    """Fail in CI, skip elsewhere, when no PostgreSQL server answers (SC-6)."""
-    try:
-        psycopg.connect(conninfo, connect_timeout=3).close()
-    except psycopg.OperationalError as exc:
-        parts = psycopg.conninfo.conninfo_to_dict(conninfo)  # shown without password
-        where = (
-            f"{parts.get('host', '')}:{parts.get('port', 5432)}/{parts.get('dbname')}"
-        )
-        reason = (
-            f"no PostgreSQL server answers at {where} "
-            f"({str(exc).strip().splitlines()[0]}); start it (`pg_ctlcluster "
-            "--skip-systemctl-redirect $(ls /etc/postgresql) main start`) or point "
-            f"{PG_ENV} at your own server"
-        )
-        if environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
-
-
-@pytest.fixture(scope="session")
-def pg_admin() -> Iterator[psycopg.Connection[Any]]:
-    """A connection to the test database with the schema in place."""
-    require_server(pg_conninfo(), environ=os.environ)
-    with psycopg.connect(pg_conninfo(), autocommit=True) as conn:
-        migrate(conn)
-        yield conn
-
-
-def drop_run(admin: psycopg.Connection[Any], run: str) -> None:
-    for table in (*TABLES, "runs"):
-        admin.execute(f"DELETE FROM {SCHEMA}.{table} WHERE run = %s", (run,))
-
-
 @pytest.fixture
-def pg_store(pg_admin: psycopg.Connection[Any]) -> Iterator[PostgresStore]:
-    """A new run, uniquely named, in the test database; its rows go afterwards."""
-    url = resolve_run(f"t-{uuid.uuid4().hex[:12]}", environ={STORE_ENV: pg_conninfo()})
+def pg_store(pg_url: str) -> Iterator[PostgresStore]:
+    """A new run in the test's own database (``pg_url``, tests/conftest.py)."""
+    url = resolve_run(f"t-{uuid.uuid4().hex[:12]}", environ={STORE_ENV: pg_url})
     store = PostgresStore.create(url)
     yield store
     store.close()
-    drop_run(pg_admin, url.run)
 
 
 @pytest.fixture
@@ -128,11 +95,20 @@ def sqlite_store(tmp_path: Path) -> Iterator[SQLiteStore]:
     store.close()
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture
+def memory_store() -> Iterator[MemoryStore]:
+    """A new run kept in this process's memory (the backend for fast tests)."""
+    store = MemoryStore.create(f"t-{uuid.uuid4().hex[:12]}")
+    yield store
+    forget_all()
+
+
+@pytest.fixture(params=["sqlite", "postgres", "memory"])
 def store(request: pytest.FixtureRequest) -> Store:
-    """An empty run on each backend: the contract holds for both (SC-6)."""
-    name = "sqlite_store" if request.param == "sqlite" else "pg_store"
-    found: Store = request.getfixturevalue(name)
+    """An empty run on each backend: the contract holds for all (SC-6)."""
+    found: Store = request.getfixturevalue(
+        f"{request.param.replace('postgres', 'pg')}_store"
+    )
     return found
 
 
@@ -142,12 +118,25 @@ def store(request: pytest.FixtureRequest) -> Store:
 def reopen(store: Store, *, writable: bool) -> Store:
     if isinstance(store, SQLiteStore):
         return SQLiteStore.open(store.path, writable=writable)
+    if isinstance(store, MemoryStore):
+        return MemoryStore.open(store.name, writable=writable)
     return PostgresStore.open(store.url, writable=writable)
+
+
+def schema_version(store: Store) -> int:
+    """The schema version this rollout-ledger writes on the store's backend."""
+    if isinstance(store, SQLiteStore):
+        return SCHEMA_VERSION
+    if isinstance(store, MemoryStore):
+        return 1  # a memory run is as new as its process
+    return PG_SCHEMA_VERSION
 
 
 def open_missing(store: Store) -> Store:
     if isinstance(store, SQLiteStore):
         return SQLiteStore.open(store.path.with_name("missing.db"), writable=False)
+    if isinstance(store, MemoryStore):
+        return MemoryStore.open("missing-run", writable=False)
     return PostgresStore.open(store.url.with_run("missing-run"), writable=False)
 
 
@@ -159,6 +148,10 @@ def flip(value: bytes | str) -> bytes | str:
 
 def tamper(store: Store, seq: int, column: str) -> None:
     """Flip one byte of a stored column, behind the store's back."""
+    if isinstance(store, MemoryStore):
+        row = store.run.events[seq - 1]
+        store.run.events[seq - 1] = row._replace(**{column: flip(getattr(row, column))})
+        return
     if isinstance(store, SQLiteStore):
         with closing(sqlite3.connect(store.path, isolation_level=None)) as conn:
             (value,) = conn.execute(
@@ -168,7 +161,7 @@ def tamper(store: Store, seq: int, column: str) -> None:
                 f"UPDATE events SET {column} = ? WHERE seq = ?", (flip(value), seq)
             )
         return
-    with psycopg.connect(pg_conninfo(), autocommit=True) as conn:
+    with psycopg.connect(store.url.conninfo, autocommit=True) as conn:
         found = conn.execute(
             f"SELECT {column} FROM {SCHEMA}.events WHERE run = %s AND seq = %s",
             (store.run, seq),
@@ -183,6 +176,13 @@ def tamper(store: Store, seq: int, column: str) -> None:
 @contextmanager
 def failing_insert(store: Store, seq: int) -> Iterator[None]:
     """A trigger that makes the insert of event ``seq`` fail inside its transaction."""
+    if isinstance(store, MemoryStore):
+        store.run.fail_at = seq
+        try:
+            yield
+        finally:
+            store.run.fail_at = None
+        return
     if isinstance(store, SQLiteStore):
         with closing(sqlite3.connect(store.path, isolation_level=None)) as conn:
             conn.execute(
@@ -193,7 +193,7 @@ def failing_insert(store: Store, seq: int) -> Iterator[None]:
             conn.execute("DROP TRIGGER fail")
         return
     name = f"fail_{store.run.replace('-', '_')}"
-    with psycopg.connect(pg_conninfo(), autocommit=True) as conn:
+    with psycopg.connect(store.url.conninfo, autocommit=True) as conn:
         conn.execute(
             f"CREATE FUNCTION public.{name}() RETURNS trigger LANGUAGE plpgsql AS $$ "
             f"BEGIN IF NEW.run = '{store.run}' AND NEW.seq = {seq} THEN "
@@ -212,6 +212,10 @@ def failing_insert(store: Store, seq: int) -> Iterator[None]:
 
 def transactions_of(store: Store, append: Callable[[], object]) -> int:
     """How many transactions ``append`` committed its events in."""
+    if isinstance(store, MemoryStore):
+        before = store.run.commits
+        append()
+        return store.run.commits - before
     if isinstance(store, SQLiteStore):
         statements: list[str] = []
         store._conn.set_trace_callback(statements.append)
@@ -221,7 +225,7 @@ def transactions_of(store: Store, append: Callable[[], object]) -> int:
     before = store.head()[0]
     append()
     # xmin is the id of the transaction that wrote a row version.
-    with psycopg.connect(pg_conninfo()) as conn:
+    with psycopg.connect(store.url.conninfo) as conn:
         found = conn.execute(
             f"SELECT count(DISTINCT x) FROM (SELECT xmin::text AS x FROM "
             f"{SCHEMA}.events WHERE run = %s AND seq > %s UNION ALL SELECT "
@@ -313,9 +317,7 @@ def test_ev_12_reopening_reads_the_same_log_and_a_reader_cannot_append(
             reader.append_many(approvals(1))
     store.close()
     with closing(reopen(store, writable=True)) as writer:
-        assert writer.check_schema() == (
-            SCHEMA_VERSION if isinstance(store, SQLiteStore) else PG_SCHEMA_VERSION
-        )
+        assert writer.check_schema() == schema_version(store)
         assert [row.seq for row in writer.append_many(approvals(1))] == [4]
         assert first_chain_break(writer.rows()) is None
 
@@ -616,7 +618,7 @@ def test_sc_3_appends_from_many_connections_stay_gap_free_and_chained(
 
 _HOLDER = """
 import sys, time
-from ledger.postgres.store import PostgresStore
+from tests.internals import PostgresStore
 store = PostgresStore.open(sys.argv[1], writable=True)
 store.acquire_run_lock()
 print("locked", flush=True)
@@ -637,6 +639,7 @@ def test_sc_4_a_second_coordinator_gets_lock_held_until_the_holder_dies(
         [sys.executable, "-c", _HOLDER, str(pg_store.url)],
         stdout=subprocess.PIPE,
         text=True,
+        cwd=Path(__file__).resolve().parents[1],  # where ``tests`` imports from
     )
     try:
         assert holder.stdout is not None

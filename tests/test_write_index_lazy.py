@@ -13,9 +13,8 @@ import pytest
 
 from ledger import Ledger
 from ledger.events import AttemptReserved, AttemptsReleased
-from ledger.run.index_keeper import IndexKeeper
-from ledger.run.write_index import INDEX_KINDS, WriteIndex
 from projections import resume
+from tests.internals import INDEX_KINDS, IndexKeeper, WriteIndex
 from tests.test_resume import Run
 
 

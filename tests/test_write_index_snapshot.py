@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from ledger import Ledger
-from ledger.run.write_index import INDEX_CODE_VERSION, INDEX_KINDS, WriteIndex
 from projections import replan, resume, verify
+from tests.internals import INDEX_CODE_VERSION, INDEX_KINDS, WriteIndex
 from tests.test_resume import Run
 
 

@@ -21,7 +21,6 @@ from pathlib import Path
 
 from ledger.errors import (
     ConfigError,
-    CorruptLedger,
     LockHeld,
 )
 from ledger.events import ZERO_HASH
@@ -111,12 +110,7 @@ class MemoryHome:
 
     def open(self, *, lock_held: bool) -> OpenRun:
         """The run's log, files and write path: a writer with the lock held."""
-        run = run_named(self.name)
-        if run is None:
-            raise CorruptLedger(
-                f"{self.where}: there is no such run in this process", path=self.where
-            )
-        store = MemoryStore(self.name, run, writable=lock_held)
+        store = MemoryStore.open(self.name, writable=lock_held)
         files = MemoryFiles(store, RunNames(self.name))
         return OpenRun(
             store=store, files=files, writable=lock_held, shared_log=False, folder=None

@@ -78,6 +78,27 @@ class MemoryStore:
         self.run = run
         self.writable = writable
 
+    @classmethod
+    def create(cls, name: str) -> MemoryStore:
+        """A new, empty run named ``name`` (refused when the name is taken)."""
+        with runs() as table:
+            if name in table:
+                raise Refused(f"{SCHEME}{name} exists already")
+            run = table[name] = _Run()
+        return cls(name, run, writable=True)
+
+    @classmethod
+    def open(cls, name: str, *, writable: bool) -> MemoryStore:
+        """The run named ``name``; a reader may not append."""
+        run = run_named(name)
+        if run is None:
+            raise CorruptLedger(
+                f"{SCHEME}{name}: there is no such run in this process (create it "
+                "with `Ledger.create` first)",
+                path=SCHEME + name,
+            )
+        return cls(name, run, writable=writable)
+
     def check_schema(self) -> int:
         """Always 1: a memory run is as new as this process."""
         return 1

@@ -24,7 +24,6 @@ a wheel, outside the project's environment; seed it with real rows::
 from __future__ import annotations
 
 import io
-import os
 import sys
 from pathlib import Path
 
@@ -35,16 +34,13 @@ with atheris.instrument_imports(include=["ledger"]):
 
     from ledger import LedgerError, row_facts
     from ledger.events import Location, ResultSaved, decode_body, encode_body
-    from ledger.legacy.reading import OutcomeReader, raw_lines, read_materialized
+    from tests.internals import OutcomeReader, raw_lines
+    from tests.internals import legacy_read_materialized as read_materialized
+    from tests.prerequisites import nemo_gym_fixtures
 
 RUN_ID = "5f" + "0" * 30
 KEYS = frozenset((task, rollout) for task in range(3) for rollout in range(2))
-ROOT = Path(__file__).parents[2]
-FIXTURES = Path(
-    os.environ.get(
-        "ROLLOUT_LEDGER_NEMO_GYM_FIXTURES", ROOT / ".." / "shared/fixtures/nemo-gym"
-    )
-)
+FIXTURES = nemo_gym_fixtures()
 TARGETS = 3
 WHERE = Location(file="rollouts.jsonl", offset=0, length=1, row_sha256="0" * 64)
 

@@ -21,8 +21,7 @@ from pathlib import Path
 
 import msgspec
 
-from ledger.files import canonical_json
-from ledger.run.ledger import Ledger
+from ledger import Ledger
 from projections import coverage, replay
 from tests.helpers_history import (
     ANSWER,
@@ -35,6 +34,7 @@ from tests.helpers_history import (
     omission,
     unscored,
 )
+from tests.internals import canonical_json
 
 HERE = Path(__file__).parent
 FILES = (

@@ -47,13 +47,9 @@ from hypothesis.stateful import (
     rule,
 )
 
+from ledger import JudgeAdmission
 from ledger import events as ev
-from ledger.policy.judge import JudgeAdmission
-from ledger.policy.log import policy_from_events
-from projections import coverage, decide_all, replay
-from projections.replay import apply
-from projections.snapshot import save_snapshot
-from projections.state import RunState
+from projections import RunState, coverage, decide_all, replay
 from tests.helpers_history import (
     OPERATOR,
     History,
@@ -64,6 +60,7 @@ from tests.helpers_history import (
     masked,
     omission,
 )
+from tests.internals import apply, policy_from_events, save_snapshot
 from tests.test_replay_properties import KEYS, ROWS
 
 # Not order="deterministic": it sorts str keys only, and the state keys rollouts
@@ -310,7 +307,7 @@ _REFOLD = textwrap.dedent(
 
     import msgspec
 
-    from ledger.run.ledger import Ledger
+    from ledger import Ledger
     from projections import coverage, decide_all, replay
 
     with Ledger.open(sys.argv[1]) as led:
