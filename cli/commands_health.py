@@ -64,4 +64,4 @@ def doctor(out: Path | str) -> None:
         f"journal mode: {report.journal_mode or '(no ledger yet)'}; {report.advice}"
     )
     if not report.flock_enforced:
-        raise ledger.LedgerError("flock is not enforced across processes here")
+        raise ledger.StorageError("flock is not enforced across processes here")
