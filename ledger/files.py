@@ -8,6 +8,7 @@ fsynced so the rename itself survives a power loss.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import secrets
@@ -46,11 +47,16 @@ def _target_mode(path: Path, mode: int | None) -> int:
         return 0o666 & ~_current_umask()
 
 
+def _remove_quietly(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        path.unlink(missing_ok=True)
+
+
 def atomic_replace(path: Path | str, data: bytes, mode: int | None = None) -> None:
     """Replace ``path`` with ``data`` atomically (EV-30).
 
     Raises:
-        LedgerError: the write failed; the original file is untouched and the
+        StorageError: the write failed; the original file is untouched and the
             temporary file is removed.
     """
     target = Path(path)
@@ -72,12 +78,12 @@ def atomic_replace(path: Path | str, data: bytes, mode: int | None = None) -> No
         os.replace(tmp, target)
         fsync_dir(folder)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        _remove_quietly(tmp)  # its folder may be what failed: never mask exc
         raise StorageError(
             f"could not write {target}: {exc.strerror or exc}", path=target
         ) from exc
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        _remove_quietly(tmp)
         raise
 
 
