@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-import pkgutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -85,11 +84,8 @@ def _commands() -> Iterator[click.Command]:
 
     A new command is a function in a command module: nothing here lists it.
     """
-    names = sorted(
-        info.name
-        for info in pkgutil.iter_modules([str(Path(__file__).parent)])
-        if info.name.startswith("commands_") or info.name == "demo"
-    )
+    folder = Path(__file__).parent  # a glob, not pkgutil: --help stays quick (P-6)
+    names = [*sorted(p.stem for p in folder.glob("commands_*.py")), "demo"]
     for name in names:
         module = importlib.import_module(f"cli.{name}")
         for value in vars(module).values():
