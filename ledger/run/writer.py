@@ -94,7 +94,8 @@ class Writer:
         """
         if not ops:
             return []
-        self._refuse_for_worker([op.body for op in ops if op.body is not None])
+        if not self._coordinator:  # the coordinator may append anything (SC-4)
+            self._refuse_for_worker([op.body for op in ops if op.body is not None])
         at = self._clock.now()
         make = tuple.__new__  # a NewEvent without its Python-level __new__ (P-7)
 
