@@ -15,19 +15,24 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
-from ledger import Ledger, RunLock
+import pytest
+
+from ledger import Ledger, RunLock, StorageError
 from projections import verify
+from tests.internals import SQLiteStore
 from tests.test_cli_support import (
     CliRun,
     cli_run,
     failed,
     graded,
     read_jsonl,
+    templates,
     write_jsonl,
 )
 
-__all__ = ["cli_run"]
+__all__ = ["cli_run", "templates"]
 
 ROOT = Path(__file__).parents[1]
 
@@ -89,3 +94,28 @@ def test_ev_12_a_row_of_an_attempt_never_released_still_refuses_the_open(
     assert result.exit_code == 3
     assert "line 1" in result.stderr
     assert "not an outcome of an attempt reserved in this run" in result.stderr
+
+
+def test_ev_12_a_commit_that_fails_after_its_rows_stops_the_writer(
+    cli_run: CliRun, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, plan = cli_run.resume()
+    append = SQLiteStore.append_many
+    failing = [True]
+
+    def full_disk(self: SQLiteStore, *args: Any, **kwargs: Any) -> Any:
+        if failing[0]:
+            failing[0] = False
+            raise StorageError("database or disk is full", path=self.path)
+        return append(self, *args, **kwargs)
+
+    with RunLock(cli_run.out) as lock, Ledger.open(cli_run.out, lock=lock) as led:
+        led.reserve(plan[0])
+        monkeypatch.setattr(SQLiteStore, "append_many", full_disk)
+        with pytest.raises(StorageError, match="disk is full"):
+            led.record({**plan[0], **graded()})
+        with pytest.raises(StorageError, match="open the run again"):
+            led.reserve(plan[1])  # nothing after rows without their events
+    with RunLock(cli_run.out) as lock, Ledger.open(cli_run.out, lock=lock) as led:
+        assert verify(led) == []
+    assert kinds_by(cli_run.out, "repair") == Counter({"result_saved": 1})
