@@ -46,7 +46,18 @@ class FileSink:
         bodies = locate(ops, ends)
         if not written:
             self._write_durably(ops, recorded_ends)
-        rows = self._store.append_many([encode(body) for body in bodies])
+        try:
+            rows = self._store.append_many([encode(body) for body in bodies])
+        except BaseException:
+            if not written and any(op.file is not None for op in ops):
+                # The rows are in the files, their events are not: this writer
+                # must not append after them; the next writer's open records
+                # them (EV-12).
+                self._broken = (
+                    "rows were written but their events were not appended; this "
+                    "writer stops: open the run again to record them"
+                )
+            raise
         return rows, bodies
 
     def _write_durably(

@@ -1,0 +1,121 @@
+"""R-1 / EV-12: a ``record`` killed between its rows and its commit leaves no run stuck.
+
+``record`` reserves and records a plan file's rows in one transaction, and
+writes the rows first (CLI-5, EV-12). Killed in between, the rows are in the
+files and neither their reservations nor their outcomes are in the log. The
+next writer's open records them, reserving their released attempts (actor
+``repair``): nothing is lost, nothing is recorded twice, and every writer can
+open the run again.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger import Ledger, RunLock, StorageError
+from projections import verify
+from tests.internals import SQLiteStore
+from tests.test_cli_support import (
+    CliRun,
+    cli_run,
+    failed,
+    graded,
+    read_jsonl,
+    templates,
+    write_jsonl,
+)
+
+__all__ = ["cli_run", "templates"]
+
+ROOT = Path(__file__).parents[1]
+
+# The command line, dying (SIGKILL) right after its rows are fsynced, before
+# the transaction that holds their reservations and outcomes commits.
+KILLED_RECORD = """
+import os, signal, sys
+from tests.internals import FileSink
+write = FileSink._write_durably
+def dying(self, ops, ends):
+    write(self, ops, ends)
+    os.kill(os.getpid(), signal.SIGKILL)
+FileSink._write_durably = dying
+from cli import main
+main(sys.argv[1:])
+"""
+
+
+def kinds_by(out: Path, actor: str) -> Counter[str]:
+    with Ledger.open(out) as led:
+        return Counter(e.kind for e in led.events() if e.actor == actor)
+
+
+def test_r_1_a_record_killed_after_its_rows_is_repaired_by_the_next_writer(
+    cli_run: CliRun,
+) -> None:
+    _, plan = cli_run.resume()
+    rows = [{**plan[0], **graded()}, {**plan[1], **failed("session_lost")}]
+    path = write_jsonl(cli_run.folder / "outcomes.jsonl", rows)
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_RECORD, "record", str(cli_run.out), str(path)],
+        cwd=ROOT,
+        capture_output=True,
+        check=False,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
+    assert len(read_jsonl(cli_run.out)) == 1  # the row is there, its event is not
+    assert kinds_by(cli_run.out, "collector") == Counter()
+
+    with RunLock(cli_run.out) as lock, Ledger.open(cli_run.out, lock=lock) as led:
+        assert verify(led) == []
+    assert kinds_by(cli_run.out, "repair") == Counter(
+        {"attempt_reserved": 2, "result_saved": 1, "failure_saved": 1}
+    )
+    again = cli_run.invoke("record", cli_run.out, path)  # nothing twice
+    assert again.exit_code == 3
+    assert "already reserved" in again.stderr
+    assert len(read_jsonl(cli_run.out)) == 1
+
+
+def test_ev_12_a_row_of_an_attempt_never_released_still_refuses_the_open(
+    cli_run: CliRun,
+) -> None:
+    _, plan = cli_run.resume()
+    stray = {**plan[0], "_ng_attempt_index": 7, **graded()}
+    with cli_run.out.open("a") as handle:
+        handle.write(write_jsonl(cli_run.folder / "x.jsonl", [stray]).read_text())
+    result = cli_run.invoke("status", cli_run.out, "--publish")
+    assert result.exit_code == 3
+    assert "line 1" in result.stderr
+    assert "not an outcome of an attempt reserved in this run" in result.stderr
+
+
+def test_ev_12_a_commit_that_fails_after_its_rows_stops_the_writer(
+    cli_run: CliRun, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, plan = cli_run.resume()
+    append = SQLiteStore.append_many
+    failing = [True]
+
+    def full_disk(self: SQLiteStore, *args: Any, **kwargs: Any) -> Any:
+        if failing[0]:
+            failing[0] = False
+            raise StorageError("database or disk is full", path=self.path)
+        return append(self, *args, **kwargs)
+
+    with RunLock(cli_run.out) as lock, Ledger.open(cli_run.out, lock=lock) as led:
+        led.reserve(plan[0])
+        monkeypatch.setattr(SQLiteStore, "append_many", full_disk)
+        with pytest.raises(StorageError, match="disk is full"):
+            led.record({**plan[0], **graded()})
+        with pytest.raises(StorageError, match="open the run again"):
+            led.reserve(plan[1])  # nothing after rows without their events
+    with RunLock(cli_run.out) as lock, Ledger.open(cli_run.out, lock=lock) as led:
+        assert verify(led) == []
+    assert kinds_by(cli_run.out, "repair") == Counter({"result_saved": 1})
