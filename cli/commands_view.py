@@ -21,8 +21,14 @@ __all__ = ["check", "export", "head", "history", "results", "status"]
 _OUTPUT = click.Path(dir_okay=False, writable=True, path_type=Path)
 
 
-def _sink(path: Path | None) -> Any:
-    """``path`` opened to replace it atomically when closed; else binary stdout."""
+def _sink(out: Path | str, path: Path | None) -> Any:
+    """``path`` opened to replace it atomically when closed; else binary stdout.
+
+    ``path`` is checked first: never a file of the run, nor in its ledger folder.
+    """
+    import ledger
+
+    ledger.check_outputs(out, {"-o": path})
     return click.open_file("-" if path is None else str(path), "wb", atomic=True)
 
 
@@ -179,7 +185,7 @@ def results(out: Path, output: Path | None, everything: bool, quiet: bool) -> No
     import projections
 
     encode = msgspec.json.Encoder().encode
-    with reader(out) as led, _sink(output) as sink:
+    with reader(out) as led, _sink(out, output) as sink:
         found = projections.result_rows(led, all=everything)
         written = 0
         with progress(
@@ -228,7 +234,7 @@ def export(
         return
 
     encode = msgspec.json.Encoder().encode
-    with reader(out) as led, _sink(output) as sink:
+    with reader(out) as led, _sink(out, output) as sink:
         exported = projections.audit_export(led)
         lines = exported.lines
         with progress(lines, length=exported.count, label="export", quiet=quiet) as bar:

@@ -21,6 +21,7 @@ and ``ImportReport`` (what ``import_legacy_run`` recorded).
 """
 
 from ledger import events
+from ledger.bounds import MAX_ATTEMPTS, MAX_INDEX, MAX_SEQ, attempt_key, bounded
 from ledger.clock import Clock
 from ledger.errors import (
     ConcurrencyConflict,
@@ -41,6 +42,7 @@ from ledger.identity.digest import config_identity, identity_digest
 from ledger.identity.drift import Drift, classify_key, diff_keys, drift
 from ledger.identity.manifest import RunManifest
 from ledger.legacy.importer import import_legacy_run
+from ledger.outputs import check_outputs
 from ledger.policy.attempts_cap import max_rollout_attempts
 from ledger.policy.judge import JudgeAdmission
 from ledger.policy.model import RecoveryPolicy
@@ -91,6 +93,9 @@ from ledger.run.transfer import CopiedRun, copy_into_store, copy_to_files
 
 __all__ = [
     "FAILURE_KINDS",
+    "MAX_ATTEMPTS",
+    "MAX_INDEX",
+    "MAX_SEQ",
     "NG_NO_GENERATION_METADATA",
     "AsyncRecorder",
     "Clock",
@@ -118,6 +123,9 @@ __all__ = [
     "UnknownEvent",
     "applied_result_class",
     "atomic_replace",
+    "attempt_key",
+    "bounded",
+    "check_outputs",
     "classify_key",
     "config_identity",
     "copy_into_store",

@@ -15,7 +15,14 @@ from typing import Any
 
 import msgspec
 
-from ledger import ConfigError, CorruptLedger, Ledger
+from ledger import (
+    MAX_ATTEMPTS,
+    ConfigError,
+    CorruptLedger,
+    Ledger,
+    attempt_key,
+    bounded,
+)
 from ledger.events import (
     AttemptsExtended,
     Event,
@@ -95,7 +102,7 @@ def approve(
     """REC-25: one ``rerun_approved`` per named attempt of a materialized rollout."""
     state = replay(ledger) if state is None else state
     bodies: list[Event] = []
-    for task, rollout, attempt in attempts:
+    for task, rollout, attempt in map(attempt_key, attempts):
         _require_rollout(state, task, rollout)
         bodies.append(
             RerunApproved(task=task, rollout=rollout, attempt=attempt, reason=reason)
@@ -145,6 +152,7 @@ def approve_held(
     """
     if attempt is not None and (reason_held or kind):
         raise ConfigError("reason_held and kind narrow held rollouts, not an attempt")
+    attempt = None if attempt is None else attempt_key(attempt)
     state = replay(ledger)
     if attempt is None:
         chosen = tuple(
@@ -167,6 +175,13 @@ def extend_attempts(
     ledger: Ledger, total: int, *, reason: str, actor: str
 ) -> OperatorResult:
     """REC-11: record ``total`` only when it exceeds the extension in force."""
+    total = bounded(
+        total,
+        low=1,
+        high=MAX_ATTEMPTS,
+        what="extend-attempts takes a total",
+        key="total",
+    )
     state = replay(ledger)
     bodies: list[Event] = []
     if total > state.extension:

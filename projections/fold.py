@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable
 from sys import intern
 from typing import Any
 
+from ledger import MAX_ATTEMPTS, facts_rules
 from ledger import events as ev
-from ledger import facts_rules
 from ledger.policy.model import RecoveryPolicy
 from ledger.rows.facts import RowFacts
 from projections.classify import CODES, OMISSION, classify
@@ -123,7 +123,7 @@ class FoldStep:
             if name not in _MANIFEST_SKIP
         }
         state.identity = body.identity
-        state.max_rollout_attempts = body.max_rollout_attempts
+        state.max_rollout_attempts = min(body.max_rollout_attempts, MAX_ATTEMPTS)
         lengths: dict[int, int] = {}  # rows repeat lengths: one int object each
         for line, (task, rollout, offset, length, agent, rollout_id) in enumerate(
             body.index, start=1
@@ -168,7 +168,10 @@ class FoldStep:
     # -- operator and resume events -----------------------------------------
 
     def _attempts_extended(self, body: ev.AttemptsExtended, seq: int, at: str) -> None:
-        self.state.extension = body.total  # REC-11: the latest total is in force
+        # REC-11: the latest total is in force. A total over the bound can only
+        # be in a log written before it was checked; it is read as the bound,
+        # so one typo never stops every later replay.
+        self.state.extension = min(body.total, MAX_ATTEMPTS)
 
     def _failure_budget_reset(
         self, body: ev.FailureBudgetReset, seq: int, at: str

@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from ledger import MAX_INDEX, MAX_SEQ, bounded
 from ledger import events as ev
 from ledger.errors import ConfigError
 from projections.decide import Decision, decide
@@ -316,6 +317,22 @@ def _sources(
     return replay(source), source.events(start)
 
 
+def _check_bounds(task: int | None, rollout: int | None, since: int | None) -> None:
+    """Each filter within its bound, before anything is read (``ConfigError``)."""
+    if since is not None:
+        bounded(since, low=1, high=MAX_SEQ, what="--since takes a seq", key="since")
+    if task is not None:
+        bounded(task, low=0, high=MAX_INDEX, what="--task takes a task", key="task")
+    if rollout is not None:
+        bounded(
+            rollout,
+            low=0,
+            high=MAX_INDEX,
+            what="--rollout takes a rollout index",
+            key="rollout",
+        )
+
+
 def history(
     source: EventSource | RunState | Iterable[ev.StoredEvent],
     *,
@@ -331,6 +348,7 @@ def history(
     ``events`` it was folded from. With both ``task`` and ``rollout``, the
     history carries that rollout's decision (``ConfigError`` for an unknown key).
     """
+    _check_bounds(task, rollout, since)
     state, stored = _sources(source, events, since)
     entries = tuple(_entries(_Trail(state), stored, task, rollout, kind))
     decision = None

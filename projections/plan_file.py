@@ -20,6 +20,7 @@ from ledger import (
     ConfigError,
     Ledger,
     atomic_replace,
+    check_outputs,
     open_run,
     read_plan_rows,
     record_plan_rows,
@@ -72,6 +73,8 @@ def resume_with_plan_file(
     """``resume``, then the released plan written to ``plan_out`` when given."""
     if dry_run and plan_out is not None:
         raise ConfigError("a dry run releases no plan, so it writes no plan file")
+    run = ledger.paths.out if ledger.folder is not None else None
+    check_outputs(run, {"--plan-out": plan_out})
     found = resume(
         ledger,
         config,

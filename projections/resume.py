@@ -22,7 +22,7 @@ from typing import Any, cast
 
 import msgspec
 
-from ledger import Ledger, Refused
+from ledger import MAX_ATTEMPTS, Ledger, Refused, attempt_key, bounded
 from ledger.events import (
     AnyEvent,
     AttemptsExtended,
@@ -77,9 +77,7 @@ def _approval_events(
             f"{name} line {p.line} approves nothing: {p.reason}" for p in problems
         ]
     else:
-        keyed = [
-            ((int(t), int(r), int(a)), reason or "approved") for t, r, a in approvals
-        ]
+        keyed = [(attempt_key(key), reason or "approved") for key in approvals]
     events: list[Event] = []
     for (task, rollout, attempt), why in keyed:
         if rollout not in state.rollouts.get(task, {}):
@@ -183,6 +181,13 @@ def resume(
     """REC-56: replay, gate, then record what the gate decided and release the plan."""
     if not dry_run and not ledger.writable:
         raise Refused("resume writes to the run: open it with the held RunLock")
+    extend_attempts = bounded(
+        extend_attempts,
+        low=0,
+        high=MAX_ATTEMPTS,
+        what="resume --extend-attempts takes a total",
+        key="extend_attempts",
+    )
     change, changed = _policy_change(ledger, retry_terminal_timeouts, reason)
     state = replay(ledger, policy_override=changed)
     policy = changed or policy_from_json(state.policy)

@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal, Self
 import msgspec
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
+from ledger.bounds import MAX_ATTEMPTS, bounded
 from ledger.clock import Clock
 from ledger.errors import ConfigError, CorruptLedger, RowError
 from ledger.files import publish_json
@@ -87,12 +88,13 @@ def _source_path(source: Path, run_dir: Path | None) -> str:
 def _attempts(given: int | None) -> int:
     if given is None:
         return attempts_from_env()
-    if isinstance(given, bool) or not isinstance(given, int) or given < 1:
-        raise ConfigError(
-            f"max_rollout_attempts must be a positive integer, not {given!r}",
-            key="max_rollout_attempts",
-        )
-    return given
+    return bounded(
+        given,
+        low=1,
+        high=MAX_ATTEMPTS,
+        what="max_rollout_attempts (create --max-attempts) takes a number",
+        key="max_rollout_attempts",
+    )
 
 
 class RunManifest(BaseModel):

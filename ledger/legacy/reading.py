@@ -18,6 +18,7 @@ from typing import IO, Any, Final
 
 import msgspec
 
+from ledger.bounds import MAX_ATTEMPT_INDEX
 from ledger.errors import ConfigError, RowError
 from ledger.events import (
     Event,
@@ -233,7 +234,8 @@ def read_materialized(data: bytes, file: str) -> Materialized:
 def _attempt(row: Mapping[str, Any], default: int) -> int | None:
     if row.get("_ng_attempt_index") is None:
         return default
-    return _index(row, "_ng_attempt_index")
+    attempt = _index(row, "_ng_attempt_index")
+    return None if attempt is None or attempt > MAX_ATTEMPT_INDEX else attempt
 
 
 def _misfit(row: Mapping[str, Any], run_id: str, *, sidecar: bool) -> str | None:
@@ -341,7 +343,10 @@ class OutcomeReader:
         # sidecar rows of its key, and in OUT, all of them.
         attempt = _attempt(row, earlier if sidecar else self.sidecar_rows[key])
         if attempt is None:
-            return f"{BAD_ATTEMPT} >= 0 ({brief(row.get('_ng_attempt_index'))})"
+            return (
+                f"{BAD_ATTEMPT} from 0 to {MAX_ATTEMPT_INDEX} "
+                f"({brief(row.get('_ng_attempt_index'))})"
+            )
         return _body(row, key, attempt, _location(line, file), line, sidecar=sidecar)
 
 

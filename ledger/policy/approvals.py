@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import msgspec
 
+from ledger.bounds import MAX_ATTEMPT_INDEX, MAX_INDEX, out_of_bounds
 from ledger.errors import ConfigError
 
 __all__ = ["Approval", "ApprovalProblem", "parse_approvals", "read_approvals"]
@@ -37,10 +38,20 @@ class ApprovalProblem(NamedTuple):
     reason: str
 
 
-def _key(value: object) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        return None
-    return value
+#: What a line that names numbers out of bounds is told.
+_BOUNDS = (
+    f"task and rollout must be integers from 0 to {MAX_INDEX}, "
+    f"and attempt from 0 to {MAX_ATTEMPT_INDEX}"
+)
+
+
+def _out_of_bounds(values: list[object]) -> bool:
+    task, rollout, attempt = values
+    return (
+        out_of_bounds(task, 0, MAX_INDEX)
+        or out_of_bounds(rollout, 0, MAX_INDEX)
+        or out_of_bounds(attempt, 0, MAX_ATTEMPT_INDEX)
+    )
 
 
 def _parse_line(text: str) -> tuple[int, int, int] | str:
@@ -51,15 +62,17 @@ def _parse_line(text: str) -> tuple[int, int, int] | str:
             return f"not JSON ({exc})"
         if not isinstance(entry, dict) or set(entry) != {"task", "rollout", "attempt"}:
             return 'expected {"task": T, "rollout": R, "attempt": A}'
-        values = [_key(entry[name]) for name in ("task", "rollout", "attempt")]
+        values: list[object] = [entry[name] for name in ("task", "rollout", "attempt")]
     else:
         words = text.split()
-        if len(words) != 3 or not all(w.isdigit() for w in words):
+        if len(words) != 3 or not all(w.isascii() and w.isdigit() for w in words):
             return "expected three non-negative integers: TASK ROLLOUT ATTEMPT"
+        if any(len(w) > 20 for w in words):  # longer than any 64-bit integer
+            return f"{_BOUNDS}; got {' '.join(w[:24] for w in words)}"
         values = [int(w) for w in words]
-    if any(v is None for v in values):
-        return "task, rollout and attempt must be integers >= 0"
-    task, rollout, attempt = (int(v) for v in values)  # type: ignore[arg-type]
+    if _out_of_bounds(values):
+        return f"{_BOUNDS}; got {' '.join(repr(v)[:24] for v in values)}"
+    task, rollout, attempt = (int(v) for v in values)  # type: ignore[call-overload]
     return task, rollout, attempt
 
 

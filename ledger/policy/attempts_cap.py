@@ -7,6 +7,8 @@ import os
 import re
 from collections.abc import Mapping
 
+from ledger.bounds import MAX_ATTEMPTS
+
 __all__ = [
     "DEFAULT_MAX_ROLLOUT_ATTEMPTS",
     "MAX_ROLLOUT_ATTEMPTS_ENV",
@@ -33,12 +35,19 @@ def max_rollout_attempts(*, environ: Mapping[str, str] | None = None) -> int:
     text = raw.strip()
     if not text:
         return DEFAULT_MAX_ROLLOUT_ATTEMPTS
-    if _DIGITS.fullmatch(text) and int(text) > 0:
+    # More digits than the bound has cannot be within it (and int() of a
+    # very long string is refused by Python itself).
+    if (
+        _DIGITS.fullmatch(text)
+        and len(text.lstrip("0")) <= 7
+        and 0 < int(text) <= MAX_ATTEMPTS
+    ):
         return int(text)
     logger.warning(
-        "%s=%r is not a positive integer; using the default of %d attempts",
+        "%s=%r is not an integer from 1 to %d; using the default of %d attempts",
         MAX_ROLLOUT_ATTEMPTS_ENV,
-        raw,
+        raw[:40],
+        MAX_ATTEMPTS,
         DEFAULT_MAX_ROLLOUT_ATTEMPTS,
     )
     return DEFAULT_MAX_ROLLOUT_ATTEMPTS

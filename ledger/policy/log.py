@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ledger.bounds import MAX_ATTEMPTS, bounded
 from ledger.errors import ConfigError, CorruptLedger
 from ledger.events import PolicyChange, PolicyChanged, RunCreated
 from ledger.policy.model import DEFAULT_POLICY, RecoveryPolicy
@@ -22,9 +23,22 @@ def policy_from_json(
     if not data:
         return DEFAULT_POLICY
     try:
-        return RecoveryPolicy.model_validate(dict(data))
+        return RecoveryPolicy.model_validate(_within_bounds(dict(data)))
     except ValidationError as exc:
         raise CorruptLedger(f"the policy in {where} cannot be read: {exc}") from exc
+
+
+def _within_bounds(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` read from the log, a number over its bound read as the bound.
+
+    Only a log written before the bound was checked holds one; reading it as
+    the bound (a million free attempts is no limit either) keeps the run
+    readable, where refusing would stop every later command.
+    """
+    free = data.get("max_free_attempts")
+    if isinstance(free, int) and not isinstance(free, bool) and free > MAX_ATTEMPTS:
+        data["max_free_attempts"] = MAX_ATTEMPTS
+    return data
 
 
 def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
@@ -42,13 +56,20 @@ def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
 
 
 def apply_changes(
-    policy: RecoveryPolicy, changes: Mapping[str, PolicyChange]
+    policy: RecoveryPolicy,
+    changes: Mapping[str, PolicyChange],
+    *,
+    from_log: bool = False,
 ) -> RecoveryPolicy:
-    """``policy`` with each dotted key set to its new value (REC-60)."""
+    """``policy`` with each dotted key set to its new value (REC-60).
+
+    ``from_log``: the changes were read from the log, so a number over its
+    bound is read as the bound (``_within_bounds``) rather than refused.
+    """
     data = copy.deepcopy(policy.to_json_dict())
     for dotted in sorted(changes):
         _set_dotted(data, dotted, changes[dotted].new)
-    return RecoveryPolicy.model_validate(data)
+    return RecoveryPolicy.model_validate(_within_bounds(data) if from_log else data)
 
 
 def policy_from_events(bodies: Iterable[object]) -> RecoveryPolicy:
@@ -59,7 +80,7 @@ def policy_from_events(bodies: Iterable[object]) -> RecoveryPolicy:
             policy = policy_from_json(body.policy, where="run_created")
         elif isinstance(body, PolicyChanged):
             try:
-                policy = apply_changes(policy, body.changes)
+                policy = apply_changes(policy, body.changes, from_log=True)
             except ValidationError as exc:
                 raise CorruptLedger(
                     f"a policy_changed event cannot be applied: {exc}"
@@ -71,6 +92,15 @@ def policy_changes(
     policy: RecoveryPolicy, settings: Mapping[str, Any]
 ) -> dict[str, PolicyChange]:
     """The changes that setting dotted ``settings`` makes, checked (``ConfigError``)."""
+    if "max_free_attempts" in settings:
+        bounded(
+            settings["max_free_attempts"],
+            low=1,
+            high=MAX_ATTEMPTS,
+            what="the policy change is not valid: max_free_attempts takes a number "
+            "of attempts",
+            key="max_free_attempts",
+        )
     changes = {}
     current = policy.to_json_dict()
     for dotted, new in settings.items():

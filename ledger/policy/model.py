@@ -25,6 +25,7 @@ from pydantic import (
     field_validator,
 )
 
+from ledger.bounds import MAX_ATTEMPTS
 from ledger.rows.failure_kinds import (
     DEFAULT_REGRADE_KINDS,
     Side,
@@ -88,7 +89,7 @@ class RecoveryPolicy(BaseModel):
     #: REC-15: stamped-terminal timeouts keep the normal retry policy.
     retry_terminal_timeouts: StrictBool = False
     #: REC-4: free attempts after which a free retry is `exhausted`.
-    max_free_attempts: Annotated[StrictInt, Field(ge=1)] = 5
+    max_free_attempts: Annotated[StrictInt, Field(ge=1, le=MAX_ATTEMPTS)] = 5
 
     @field_validator("side_overrides", mode="after")
     @classmethod

@@ -53,8 +53,9 @@ def _validated(data: Any, path: Path) -> RecoveryPolicy:
         problems = "; ".join(
             f"{'.'.join(map(str, e['loc'])) or '$'}: {e['msg']}" for e in exc.errors()
         )
+        first = ".".join(map(str, exc.errors()[0]["loc"])) or None
         raise ConfigError(
-            f"the policy in {path} is not valid: {problems}", path=path
+            f"the policy in {path} is not valid: {problems}", key=first, path=path
         ) from exc
 
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ledger.bounds import MAX_ATTEMPT_INDEX, MAX_INDEX, out_of_bounds
 from ledger.clock import Clock
 from ledger.errors import ConfigError, IdentityMismatch, RowError
 from ledger.events import (
@@ -32,7 +33,7 @@ from ledger.events import (
 from ledger.jsonl import encode_row
 from ledger.rows.all_facts import row_facts
 from ledger.rows.kinds import row_route, selected_failure_kind
-from ledger.rows.values import is_mapping
+from ledger.rows.values import brief, is_mapping
 from ledger.run.write_index import Attempt, WriteIndex
 from ledger.run.writer import Writer
 from ledger.store.port import MakeEvent, Prepared, RunNames
@@ -53,11 +54,16 @@ class Staged:
 
 def _int(row: Mapping[str, Any], key: str, default: int | None = None) -> int:
     value = row.get(key, default)
-    if type(value) is int and value >= 0:  # the common case first (P-7)
+    high = MAX_ATTEMPT_INDEX if key == "_ng_attempt_index" else MAX_INDEX
+    if type(value) is int and 0 <= value <= high:  # the common case first (P-7)
         return value
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise RowError(f"the row has no integer {key} >= 0 (found {value!r})", key=key)
-    return value
+    if out_of_bounds(value, 0, high):
+        raise RowError(
+            f"the row's {key} must be an integer from 0 to {high} "
+            f"(found {brief(value)})",
+            key=key,
+        )
+    return value  # type: ignore[no-any-return]  # an int subclass in bounds
 
 
 def _encode(row: Mapping[str, Any]) -> bytes:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ledger.outputs import check_outputs
 from ledger.run.ledger import Ledger
 
 __all__ = ["CopiedRun", "copy_into_store", "copy_to_files"]
@@ -31,6 +32,7 @@ def copy_to_files(out: Path | str, folder: Path | str) -> CopiedRun:
     """Write the run at ``out`` as a file-based run in ``folder`` (a new one)."""
     from ledger.postgres.copy import export_files
 
+    check_outputs(out, {}, folders={"--files": folder})
     with Ledger.open(out) as source:
         paths = export_files(source, folder)
         seq, head = source.head()

@@ -7,9 +7,11 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from ledger.bounds import MAX_INDEX
 from ledger.errors import RowError
 from ledger.events import IndexEntry
 from ledger.jsonl import encode_row
+from ledger.rows.values import brief
 
 __all__ = ["MaterializedInputs", "index_entry", "materialize"]
 
@@ -29,8 +31,16 @@ def _int_index(row: Mapping[str, Any], key: str, line: int) -> int:
     value = row.get(key)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise RowError(
-            f"materialized row {line} has no integer {key} >= 0 (found {value!r}); "
-            "every input row needs _ng_task_index and _ng_rollout_index",
+            f"materialized row {line} has no integer {key} >= 0 (found "
+            f"{brief(value)}); every input row needs _ng_task_index and "
+            "_ng_rollout_index",
+            key=key,
+            line=line,
+        )
+    if value > MAX_INDEX:
+        raise RowError(
+            f"materialized row {line}: {key} must be from 0 to {MAX_INDEX} "
+            f"(found {brief(value)})",
             key=key,
             line=line,
         )
