@@ -81,6 +81,8 @@ def approve(
     Name one attempt (--task --rollout --attempt), or every held rollout with
     --all-held, narrowed by --reason-held (e.g. kept_answer) and --kind.
     An approval reopens exactly the attempt it names; --dry-run lists them.
+    A named attempt must be the held attempt of a held rollout: anything else
+    is refused (exit 3) with what is held, and nothing is recorded.
 
     \b
     Example:

@@ -20,6 +20,7 @@ from ledger import (
     ConfigError,
     CorruptLedger,
     Ledger,
+    Refused,
     attempt_key,
     bounded,
 )
@@ -82,13 +83,69 @@ def held_attempts(
     state: RunState, *, reason_held: str | None = None, kind: str | None = None
 ) -> list[tuple[int, int, Decision]]:
     """Every held rollout, narrowed by its reason and failure kind (REC-26 filters)."""
+    return _held(decide_all(state), reason_held, kind)
+
+
+def _held(
+    decisions: Decisions, reason_held: str | None = None, kind: str | None = None
+) -> list[tuple[int, int, Decision]]:
     return [
         (task, rollout, decision)
-        for (task, rollout), decision in decide_all(state).items()
+        for (task, rollout), decision in decisions.items()
         if decision.value == "held"
         and (reason_held is None or decision.reason == reason_held)
         and (kind is None or decision.kind == kind)
     ]
+
+
+_LISTED_HELD = 5
+
+
+def _what_is_held(ledger: Ledger, decisions: Decisions) -> str:
+    held = _held(decisions)
+    if not held:
+        return "no rollout of this run is held now"
+    shown = ", ".join(
+        f"task {task} rollout {rollout} attempt {d.attempt} ({d.reason})"
+        for task, rollout, d in held[:_LISTED_HELD]
+    )
+    more = f" and {len(held) - _LISTED_HELD} more" if len(held) > _LISTED_HELD else ""
+    return (
+        f"held now: {shown}{more}; list them with `rollout-ledger approve "
+        f"{ledger.target} --all-held --reason WHY --dry-run`"
+    )
+
+
+def _require_held(
+    ledger: Ledger,
+    state: RunState,
+    decisions: Decisions,
+    named: tuple[int, int, int],
+) -> None:
+    """REC-25: an approval names the held attempt of a held rollout, or is refused.
+
+    An approval of anything else would reopen nothing yet be recorded, and
+    could reopen a later attempt nobody looked at; refused, nothing recorded.
+    """
+    task, rollout, attempt = named
+    _require_rollout(state, task, rollout, attempt)
+    decision = decisions.get((task, rollout))
+    if decision is None:  # every materialized rollout has a decision
+        raise CorruptLedger(f"task {task}, rollout {rollout} has no decision")
+    which = f"task {task}, rollout {rollout}, attempt {attempt}"
+    if decision.value != "held":
+        raise Refused(
+            f"{which} is not held, so there is nothing to approve: the rollout is "
+            f"{decision.value} ({decision.reason}, attempt {decision.attempt}); "
+            f"nothing was recorded; {_what_is_held(ledger, decisions)}"
+        )
+    if decision.attempt != attempt:
+        raise Refused(
+            f"{which} is not the held attempt: task {task} rollout {rollout} holds "
+            f"attempt {decision.attempt} ({decision.reason}); nothing was recorded; "
+            f"approve that one with `rollout-ledger approve {ledger.target} --task "
+            f"{task} --rollout {rollout} --attempt {decision.attempt} --reason WHY`"
+        )
 
 
 def approve(
@@ -99,21 +156,39 @@ def approve(
     actor: str,
     state: RunState | None = None,
 ) -> OperatorResult:
-    """REC-25: one ``rerun_approved`` per named attempt of a materialized rollout."""
+    """REC-25: one ``rerun_approved`` per named attempt, each held (else ``Refused``).
+
+    Every attempt is checked before anything is recorded: an attempt that is
+    not the held attempt of a held rollout refuses the call, naming what is held.
+    """
     state = replay(ledger) if state is None else state
-    bodies: list[Event] = []
-    for task, rollout, attempt in map(attempt_key, attempts):
-        _require_rollout(state, task, rollout)
-        bodies.append(
-            RerunApproved(task=task, rollout=rollout, attempt=attempt, reason=reason)
-        )
+    decisions = decide_all(state)
+    named = [attempt_key(one) for one in attempts]  # each within its bounds
+    for one in named:
+        _require_held(ledger, state, decisions, one)
+    return _append_approvals(ledger, state, named, reason=reason, actor=actor)
+
+
+def _append_approvals(
+    ledger: Ledger,
+    state: RunState,
+    named: Iterable[tuple[int, int, int]],
+    *,
+    reason: str,
+    actor: str,
+) -> OperatorResult:
+    bodies: list[Event] = [
+        RerunApproved(task=task, rollout=rollout, attempt=attempt, reason=reason)
+        for task, rollout, attempt in named
+    ]
     return append_operator_events(ledger, state, bodies, actor=actor)
 
 
-def _require_rollout(state: RunState, task: int, rollout: int) -> None:
+def _require_rollout(state: RunState, task: int, rollout: int, attempt: int) -> None:
     if rollout not in state.rollouts.get(task, {}):
         raise ConfigError(
-            f"task {task}, rollout {rollout} is not among this run's rollouts",
+            f"task {task}, rollout {rollout} is not among this run's rollouts "
+            f"(approving attempt {attempt}); nothing was recorded",
             key="task",
         )
 
@@ -154,20 +229,20 @@ def approve_held(
         raise ConfigError("reason_held and kind narrow held rollouts, not an attempt")
     attempt = None if attempt is None else attempt_key(attempt)
     state = replay(ledger)
+    decisions = decide_all(state)
     if attempt is None:
         chosen = tuple(
             ApprovalChoice(task, rollout, decision.attempt, decision)
-            for task, rollout, decision in held_attempts(
-                state, reason_held=reason_held, kind=kind
-            )
+            for task, rollout, decision in _held(decisions, reason_held, kind)
         )
     else:
-        _require_rollout(state, attempt[0], attempt[1])
+        _require_held(ledger, state, decisions, attempt)  # a dry run tells it too
         chosen = (ApprovalChoice(*attempt),)
     if dry_run or not chosen:
         return Approval(chosen=chosen, result=None)
     named = [(c.task, c.rollout, c.attempt) for c in chosen]
-    result = approve(ledger, named, reason=reason, actor=actor, state=state)
+    # Each chosen attempt is held: checked above, or chosen among the held.
+    result = _append_approvals(ledger, state, named, reason=reason, actor=actor)
     return Approval(chosen=chosen, result=result)
 
 

@@ -182,7 +182,8 @@ _SUMMARIES: dict[type[Any], Callable[[Any], str]] = {
         f"{', '.join(b.semantic_keys)}{_reason(b.reason)}"
     ),
     ev.TailRepaired: lambda b: (
-        f"torn tail of {b.file} cut at byte {b.offset} ({b.length} bytes, saved as "
+        f"{'blank' if b.saved_as.rpartition('/')[2].startswith('blank-') else 'torn'}"
+        f" tail of {b.file} cut at byte {b.offset} ({b.length} bytes, saved as "
         f"{b.saved_as})"
     ),
     ev.ResumeStarted: lambda b: (

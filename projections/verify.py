@@ -125,14 +125,11 @@ def _rows(ledger: Ledger) -> list[Finding]:
 def _pending(ledger: Ledger) -> list[Finding]:
     try:
         pending = ledger.pending_repairs()
-    except LedgerError as exc:
+    except LedgerError as exc:  # what a writer's open would refuse, as it names it
         return [Finding("repair", str(exc))]
     return [
         Finding(
-            "repair",
-            f"{p.what}: pending repair (a writer's open records it)",
-            file=p.file,
-            line=p.line,
+            "repair", f"{p.what}: pending repair ({p.fix})", file=p.file, line=p.line
         )
         for p in pending
     ]

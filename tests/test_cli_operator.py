@@ -161,8 +161,57 @@ def test_cli_10_approve_an_unknown_rollout_is_exit_3(held: CliRun) -> None:
     )
     assert result.exit_code == 3
     assert result.stderr == (
-        "rollout-ledger: task 7, rollout 0 is not among this run's rollouts\n"
+        "rollout-ledger: task 7, rollout 0 is not among this run's rollouts "
+        "(approving attempt 0); nothing was recorded\n"
     )
+
+
+def named(run: CliRun, task: int, rollout: int, attempt: int, *more: str) -> list:
+    return [
+        "approve", run.out, "--task", task, "--rollout", rollout,
+        "--attempt", attempt, "--reason", "ok", *more,
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("dry_run", [[], ["--dry-run"]])
+def test_cli_10_rec_25_approving_an_attempt_that_does_not_exist_is_refused(
+    held: CliRun, dry_run: list[str]
+) -> None:
+    before = head(held)
+    result = held.invoke(*named(held, 0, 1, 5, *dry_run))
+    assert result.exit_code == 3, result.stderr
+    assert result.stdout == ""
+    assert result.stderr == (
+        "rollout-ledger: task 0, rollout 1, attempt 5 is not the held attempt: "
+        "task 0 rollout 1 holds attempt 0 (kept_answer); nothing was recorded; "
+        f"approve that one with `rollout-ledger approve {held.out.resolve()} "
+        "--task 0 --rollout 1 --attempt 0 --reason WHY`\n"
+    )
+    assert head(held) == before
+
+
+@pytest.mark.parametrize(
+    ("task", "rollout", "decision"),
+    [(2, 1, "retry (failed, attempt 1)"), (0, 0, "complete (graded, attempt 0)")],
+)
+def test_cli_10_rec_25_approving_a_rollout_that_is_not_held_is_refused(
+    held: CliRun, task: int, rollout: int, decision: str
+) -> None:
+    before = head(held)
+    result = held.invoke(*named(held, task, rollout, 0))
+    assert result.exit_code == 3, result.stderr
+    assert result.stderr == (
+        f"rollout-ledger: task {task}, rollout {rollout}, attempt 0 is not held, so "
+        f"there is nothing to approve: the rollout is {decision}; nothing was "
+        "recorded; held now: task 0 rollout 1 attempt 0 (kept_answer), task 1 "
+        "rollout 0 attempt 0 (kept_answer); list them with `rollout-ledger approve "
+        f"{held.out.resolve()} --all-held --reason WHY --dry-run`\n"
+    )
+    assert head(held) == before
+    held.ok(*named(held, 0, 1, 0))  # the held attempt, approved
+    again = held.invoke(*named(held, 0, 1, 0))  # now not held: nothing twice
+    assert again.exit_code == 3
+    assert "task 0, rollout 1, attempt 0 is not held" in again.stderr
 
 
 # -- reset-budget (REC-16, REC-17) ---------------------------------------------------

@@ -11,10 +11,16 @@ of each file's bytes kept beside them, and the published files.
 Events are copied as stored, never re-encoded (EV-2: the chain is over the
 stored bytes); the copy's chain is recomputed as it is appended and must end
 on the source's head hash, or the copy is refused and removed.
+
+A run may be exported while its writer (or a worker) appends: the export
+copies the log up to the head it read at its start, and of each collector
+file the bytes the events up to that head record (a row written later, or not
+yet recorded, is left out), so the copy is a consistent prefix that verifies.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -28,6 +34,7 @@ from ledger.postgres.store import PostgresStore
 from ledger.postgres.url import RunUrl
 from ledger.run.ledger import Ledger
 from ledger.run.lock import RunLock
+from ledger.run.write_index import INDEX_KINDS, WriteIndex
 from ledger.store.decode import decode_row
 from ledger.store.port import EventRow, NewEvent, NewRow
 from ledger.store.sqlite import SQLiteStore
@@ -62,6 +69,8 @@ def _batches(rows: Iterator[EventRow]) -> Iterator[list[EventRow]]:
 
 
 def _refuse_broken_source(source: Ledger) -> tuple[int, bytes]:
+    """The source's head, read first: the chain is verified at least up to it."""
+    head = source.head()
     broken = source.verify_chain()
     if broken is not None:
         raise CorruptLedger(
@@ -70,7 +79,7 @@ def _refuse_broken_source(source: Ledger) -> tuple[int, bytes]:
             seq=broken.seq,
             path=source.where,
         )
-    return source.head()
+    return head
 
 
 # -- to files ---------------------------------------------------------------------
@@ -82,8 +91,8 @@ def export_files(source: Ledger, folder: Path | str) -> RunPaths:
     Refuses a folder that already holds any file of the run. The ledger is
     built aside and renamed into place last, so an interrupted export leaves
     no run, only files that a second export refuses to overwrite (remove them).
+    The copy ends on the head read at the start (see the module's docstring).
     """
-    head = _refuse_broken_source(source)
     names = source.files.names
     paths = RunPaths.of(Path(folder) / names.out)
     existing = [
@@ -97,12 +106,17 @@ def export_files(source: Ledger, folder: Path | str) -> RunPaths:
             "empty folder",
             path=existing[0],
         )
+    # Published files first: each is checked at its own seq (coverage.json) or
+    # against the log, so one read before the head is never ahead of the copy.
+    published = {name: source.files.read_published(name) for name in PUBLISHED_NAMES}
+    head = _refuse_broken_source(source)
+    ends = _ends_at(source, head[0])
     try:
         paths.ledger_dir.mkdir(parents=True, exist_ok=True)
-        for name in (names.materialized, names.out, names.sidecar):
-            _write_file(source, name, paths.folder / name)
-        for name in PUBLISHED_NAMES:
-            data = source.files.read_published(name)
+        _write_file(source, names.materialized, paths.materialized, None)
+        for name in (names.out, names.sidecar):
+            _write_file(source, name, paths.folder / name, ends.get(name, 0))
+        for name, data in published.items():
             if data is not None:
                 atomic_replace(paths.ledger_dir / name, data)
     except OSError as exc:
@@ -113,19 +127,32 @@ def export_files(source: Ledger, folder: Path | str) -> RunPaths:
     return paths
 
 
-def _write_file(source: Ledger, name: str, target: Path) -> None:
+def _ends_at(source: Ledger, seq: int) -> dict[str, int]:
+    """Where each collector file's recorded rows end, as of event ``seq``."""
+    events = itertools.takewhile(
+        lambda event: event.seq <= seq, source.events(1, kinds=INDEX_KINDS)
+    )
+    return {file: end.offset for file, end in WriteIndex.build(events).ends.items()}
+
+
+def _write_file(source: Ledger, name: str, target: Path, end: int | None) -> None:
+    """Copy ``name``: all of it, or its first ``end`` bytes (the recorded rows)."""
     chunks = source.files.chunks(name)
     try:
         first = next(chunks, None)
     except FileNotFoundError:
         return
-    if first is None and name != source.files.names.materialized:
+    if end == 0 or (first is None and end is not None):
         return  # no rows there: NeMo Gym creates the file with its first row
+    left = end
     with target.open("xb") as handle:
-        if first is not None:
-            handle.write(first)
-        for chunk in chunks:
-            handle.write(chunk)
+        for chunk in itertools.chain([] if first is None else [first], chunks):
+            piece = chunk if left is None else chunk[:left]
+            handle.write(piece)
+            if left is not None:
+                left -= len(piece)
+                if left == 0:
+                    break
         handle.flush()
         os.fsync(handle.fileno())
 
@@ -135,7 +162,8 @@ def _write_ledger(source: Ledger, paths: RunPaths, head: tuple[int, bytes]) -> N
     building.unlink(missing_ok=True)
     store = SQLiteStore.create(building)
     try:
-        for batch in _batches(source.raw_events(1)):
+        rows = itertools.takewhile(lambda row: row.seq <= head[0], source.raw_events(1))
+        for batch in _batches(rows):
             store.append_many(_new_events(batch))
         copied = store.head()
     finally:
@@ -144,7 +172,9 @@ def _write_ledger(source: Ledger, paths: RunPaths, head: tuple[int, bytes]) -> N
         building.unlink(missing_ok=True)
         raise CorruptLedger(
             f"the exported ledger ends on seq {copied[0]}, hash {copied[1].hex()}, "
-            f"not the source's seq {head[0]}, hash {head[1].hex()}",
+            f"not the source's seq {head[0]}, hash {head[1].hex()}: the source's "
+            "events changed while they were copied; run `rollout-ledger verify` "
+            "on it, then export again",
             path=source.where,
         )
     try:

@@ -1,10 +1,20 @@
-"""EV-12: compare the collector files with the log, and repair what a crash left.
+r"""EV-12: compare the collector files with the log, and repair what a crash left.
 
 A writer opens the run, then: bytes after the last newline (a torn last line)
-are cut back and saved; complete rows past the last recorded location are
+are cut back and saved, and so are blank lines after the last row (a ``"\n"`` or
+``"\r\n"`` another tool appended is not a row: left in place it would sit
+between the recorded rows and the next one, and every later open would stop on
+it); complete rows past the last recorded location are
 recorded once (actor ``repair``) when each is the outcome of an attempt reserved
 in this run, or the row of an open re-judgment; anything else refuses the open
 before anything is written. A reader only reports what is pending.
+
+Lines are numbered as the importer and ``verify`` number them: 1-based, split
+at ``"\n"`` only (a ``"\r"`` belongs to its line). Before reading past the
+recorded end, the open checks that the recorded rows still end there (a
+newline before it, as many lines as recorded); when bytes were inserted or
+changed before it, the first recorded row the file no longer holds is named,
+the line ``verify`` names, instead of a line after it.
 """
 
 from __future__ import annotations
@@ -28,10 +38,10 @@ from ledger.events import TailRepaired
 from ledger.files import atomic_replace, fsync_dir
 from ledger.paths import RunPaths
 from ledger.run.recorder import Recorder, Staged
-from ledger.run.write_index import WriteIndex
+from ledger.run.write_index import FileEnd, WriteIndex
 from ledger.store.port import Prepared
 
-__all__ = ["PendingRepair", "Unrecorded", "find_unrecorded", "repair"]
+__all__ = ["REPAIRS", "PendingRepair", "Unrecorded", "find_unrecorded", "repair"]
 
 _CHUNK = 1 << 20
 
@@ -45,6 +55,13 @@ class Unrecorded:
     first_line: int  # 1-based line number of the first unrecorded row
     rows: tuple[bytes, ...]  # complete lines, newline included
     torn: bytes  # bytes after the last newline
+    #: Whitespace-only lines after the last row ("\n", "\r\n"): cut with ``torn``.
+    blank: bytes = b""
+
+    @property
+    def cut(self) -> bytes:
+        """The bytes a writer's open cuts back and saves: blank lines, torn line."""
+        return self.blank + self.torn
 
 
 @dataclass(frozen=True)
@@ -53,7 +70,25 @@ class PendingRepair:
 
     file: str
     line: int
-    what: str  # "unrecorded row" or "torn last line"
+    what: str  # one of REPAIRS
+
+    @property
+    def fix(self) -> str:
+        """What a writer's open does with it, in plain words."""
+        return REPAIRS.get(self.what, "a writer's open repairs it")
+
+
+UNRECORDED = "unrecorded row"
+BLANK = "blank line after the last row"
+BLANK_BETWEEN = "blank line before an unrecorded row"
+TORN = "torn last line"
+#: Each kind of pending repair and what a writer's open does with it (EV-12).
+REPAIRS = {
+    UNRECORDED: "a writer's open records it",
+    BLANK: "a writer's open cuts it back and saves its bytes in the ledger folder",
+    BLANK_BETWEEN: "a writer's open refuses until it is removed",
+    TORN: "a writer's open cuts it back and saves its bytes in the ledger folder",
+}
 
 
 def _count_lines(path: Path, end: int) -> int:
@@ -74,12 +109,16 @@ Locations = Callable[[str], Iterable[tuple[int, int, str]]]
 
 def _first_changed_line(
     path: Path, size: int, recorded: Iterable[tuple[int, int, str]]
-) -> int:
-    """The 1-based line of the first recorded row the file no longer holds as is."""
+) -> int | None:
+    r"""The 1-based line of the first recorded row the file no longer holds as is.
+
+    ``None`` when every recorded row is where it was recorded. Rows are taken
+    in file order and lines counted at ``"\n"``, as ``verify`` does.
+    """
     line = 1
     with path.open("rb") as handle:
         position = 0
-        for offset, length, digest in recorded:
+        for offset, length, digest in sorted(recorded):
             gap = handle.read(max(0, offset - position))
             line += gap.count(b"\n")
             data = handle.read(length)
@@ -87,39 +126,79 @@ def _first_changed_line(
             if len(data) < length or hashlib.sha256(data).hexdigest() != digest:
                 return line
             line += data.count(b"\n")
-    return _count_lines(path, size) + 1  # no locations: after the last whole line
+    return None
+
+
+def _ends_as_recorded(path: Path, end: FileEnd, lines: int) -> bool:
+    """Whether the recorded rows still end at ``end``: a newline, as many lines."""
+    if end.offset == 0:
+        return True
+    with path.open("rb") as handle:
+        handle.seek(end.offset - 1)
+        if handle.read(1) != b"\n":
+            return False
+    return lines == end.lines
+
+
+def _changed(
+    path: Path, file: str, size: int, locations: Locations | None
+) -> int | None:
+    return _first_changed_line(path, size, locations(file) if locations else ())
+
+
+def _split_tail(tail: bytes) -> tuple[tuple[bytes, ...], bytes, bytes]:
+    """Complete lines, the whitespace-only lines after the last row, the torn line."""
+    complete, newline, torn = tail.rpartition(b"\n")
+    rows = [line + b"\n" for line in complete.split(b"\n")] if newline else []
+    blank = []
+    while rows and not rows[-1].strip():
+        blank.append(rows.pop())
+    return tuple(rows), b"".join(reversed(blank)), torn
 
 
 def _unrecorded_in(
-    paths: RunPaths, file: str, end: int, locations: Locations | None = None
+    paths: RunPaths, file: str, end: FileEnd, locations: Locations | None = None
 ) -> Unrecorded | None:
     path = paths.folder / file
     if not path.exists():
-        if end > 0:
+        if end.offset > 0:
             raise CorruptLedger(
                 f"{path} is missing, but the ledger records rows in it up to byte "
-                f"{end}; restore it from a backup (rows were lost)",
+                f"{end.offset}; restore it from a backup (rows were lost)",
                 path=path,
             )
         return None
     size = path.stat().st_size
-    if size < end:
-        line = _first_changed_line(path, size, locations(file) if locations else ())
+    if size < end.offset:
+        line = _changed(path, file, size, locations) or _count_lines(path, size) + 1
         raise CorruptLedger(
             f"line {line} of {file} no longer holds the row the ledger recorded "
-            f"there ({path} is {size} bytes, shorter than the {end} bytes of "
-            "recorded rows): rows were lost or edited; run `rollout-ledger verify`",
+            f"there ({path} is {size} bytes, shorter than the {end.offset} bytes "
+            "of recorded rows): rows were lost or edited; run `rollout-ledger verify`",
             path=path,
             line=line,
         )
-    if size == end:
+    if size == end.offset:
         return None
+    lines = _count_lines(path, end.offset)
+    if not _ends_as_recorded(path, end, lines):
+        # Bytes inserted (a "\r\n", a line) or removed before the recorded end
+        # shift what is past it: name the first row that moved, not the tail.
+        changed = _changed(path, file, size, locations)
+        if changed is not None:
+            raise CorruptLedger(
+                f"line {changed} of {file} no longer holds the row the ledger "
+                "recorded there (bytes were inserted, removed or changed before "
+                f"byte {end.offset}, where the recorded rows end): rows were edited; "
+                "run `rollout-ledger verify`, and restore the file from a backup",
+                path=path,
+                line=changed,
+            )
     with path.open("rb") as handle:
-        handle.seek(end)
+        handle.seek(end.offset)
         tail = handle.read()
-    complete, newline, torn = tail.rpartition(b"\n")
-    rows = tuple(line + b"\n" for line in complete.split(b"\n")) if newline else ()
-    return Unrecorded(file, end, _count_lines(path, end) + 1, rows, torn)
+    rows, blank, torn = _split_tail(tail)
+    return Unrecorded(file, end.offset, lines + 1, rows, torn, blank)
 
 
 def find_unrecorded(
@@ -128,7 +207,7 @@ def find_unrecorded(
     """The bytes of OUT and the sidecar past its last recorded row."""
     for path in (paths.out, paths.sidecar):
         file = paths.relative(path)
-        found = _unrecorded_in(paths, file, index.end_of(file).offset, locations)
+        found = _unrecorded_in(paths, file, index.end_of(file), locations)
         if found is not None:
             yield found
 
@@ -139,18 +218,28 @@ def pending_repairs(
     """What a writer would repair, for readers to report (EV-12: "pending repair")."""
     pending = []
     for found in find_unrecorded(paths, index, locations):
-        for number, _ in enumerate(found.rows):
-            pending.append(
-                PendingRepair(found.file, found.first_line + number, "unrecorded row")
-            )
+        line = found.first_line
+        for data in found.rows:
+            what = UNRECORDED if data.strip() else BLANK_BETWEEN
+            pending.append(PendingRepair(found.file, line, what))
+            line += 1
+        for _ in range(found.blank.count(b"\n")):
+            pending.append(PendingRepair(found.file, line, BLANK))
+            line += 1
         if found.torn:
-            line = found.first_line + len(found.rows)
-            pending.append(PendingRepair(found.file, line, "torn last line"))
+            pending.append(PendingRepair(found.file, line, TORN))
     return pending
 
 
 def _decode_line(found: Unrecorded, number: int, data: bytes) -> dict[str, object]:
     line = found.first_line + number
+    if not data.strip():
+        raise IdentityMismatch(
+            f"line {line} of {found.file} is blank, and rows the ledger has not "
+            "recorded follow it; remove the blank line, then open the run again",
+            path=found.file,
+            line=line,
+        )
     try:
         row = msgspec.json.decode(data)
     except msgspec.DecodeError:
@@ -210,10 +299,13 @@ def _recorded(
     return [] if op is None else [op]
 
 
-def _cut_torn_tail(paths: RunPaths, found: Unrecorded) -> TailRepaired:
+def _cut_tail(paths: RunPaths, found: Unrecorded) -> TailRepaired:
+    """Cut the blank lines and torn line after the last row; save their bytes."""
     offset = found.offset + sum(len(row) for row in found.rows)
-    saved = paths.ledger_dir / f"torn-{found.file}-{offset}.bin"
-    atomic_replace(saved, found.torn)
+    cut = found.cut
+    prefix = "blank" if not cut.strip() else "torn"
+    saved = paths.ledger_dir / f"{prefix}-{found.file}-{offset}.bin"
+    atomic_replace(saved, cut)
     try:
         with (paths.folder / found.file).open("r+b") as handle:
             handle.truncate(offset)
@@ -221,14 +313,14 @@ def _cut_torn_tail(paths: RunPaths, found: Unrecorded) -> TailRepaired:
         fsync_dir(paths.folder)
     except OSError as exc:
         raise StorageError(
-            f"could not cut the torn line of {found.file}: {exc}",
+            f"could not cut the {prefix} tail of {found.file}: {exc}",
             path=paths.folder / found.file,
         ) from exc
     return TailRepaired(
         file=found.file,
         offset=offset,
-        length=len(found.torn),
-        sha256=hashlib.sha256(found.torn).hexdigest(),
+        length=len(cut),
+        sha256=hashlib.sha256(cut).hexdigest(),
         saved_as=paths.relative(saved),
     )
 
@@ -241,9 +333,10 @@ def repair(
     if not found:
         return 0
     prepared = _prepare_rows(recorder, found)  # refuses before anything changes
-    cuts = [
-        _cut_torn_tail(paths, unrecorded) for unrecorded in found if unrecorded.torn
-    ]
+    # A blank line another tool appended after the last row is cut like a torn
+    # line, not kept: kept, the next row would land after it, and it would sit
+    # unrecorded between recorded rows, stopping every later open.
+    cuts = [_cut_tail(paths, unrecorded) for unrecorded in found if unrecorded.cut]
     appended = 0
     if cuts:
         appended += len(

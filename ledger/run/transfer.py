@@ -35,7 +35,10 @@ def copy_to_files(out: Path | str, folder: Path | str) -> CopiedRun:
     check_outputs(out, {}, folders={"--files": folder})
     with Ledger.open(out) as source:
         paths = export_files(source, folder)
-        seq, head = source.head()
+    # The copy's own head: the source's when the export began (its writer may
+    # have appended since; the copy is the prefix up to that head).
+    with Ledger.open(paths.out) as copy:
+        seq, head = copy.head()
     return CopiedRun(paths.out, seq, head)
 
 
