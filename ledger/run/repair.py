@@ -28,7 +28,6 @@ from pathlib import Path
 import msgspec
 
 from ledger.errors import (
-    ConfigError,
     CorruptLedger,
     IdentityMismatch,
     LedgerError,
@@ -261,7 +260,7 @@ def _prepare_rows(recorder: Recorder, found: list[Unrecorded]) -> list[Prepared]
         for number, data in enumerate(unrecorded.rows):
             row = _decode_line(unrecorded, number, data)
             try:
-                ops = _recorded(recorder, row, staged, data)
+                op = recorder.prepare_record(row, staged, raw=data)
             except LedgerError as exc:
                 line = unrecorded.first_line + number
                 raise IdentityMismatch(
@@ -271,32 +270,9 @@ def _prepare_rows(recorder: Recorder, found: list[Unrecorded]) -> list[Prepared]
                     path=unrecorded.file,
                     line=line,
                 ) from exc
-            prepared.extend(ops)
+            if op is not None:
+                prepared.append(op)
     return prepared
-
-
-def _recorded(
-    recorder: Recorder, row: dict[str, object], staged: Staged, data: bytes
-) -> list[Prepared]:
-    """The operations that record one unrecorded row (EV-12), reserving if needed.
-
-    ``record`` reserves and records a plan file's rows in one transaction, the
-    rows written first (CLI-5): a kill between the two leaves rows whose
-    attempts were released but never reserved. Each is the outcome of exactly
-    that attempt, so the repair reserves it and records the row, rather than
-    refusing every writer from then on. A row of an attempt that was never
-    released, or is reserved already, is still refused.
-    """
-    try:
-        op = recorder.prepare_record(row, staged, raw=data)
-    except ConfigError as refused:
-        try:
-            reserve = recorder.prepare_reserve(row, staged)
-        except LedgerError:
-            raise refused from None
-        op = recorder.prepare_record(row, staged, raw=data)
-        return [reserve] if op is None else [reserve, op]
-    return [] if op is None else [op]
 
 
 def _cut_tail(paths: RunPaths, found: Unrecorded) -> TailRepaired:
