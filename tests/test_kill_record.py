@@ -27,17 +27,6 @@ from tests.test_cli_support import (
 
 __all__ = ["cli_run", "templates"]
 
-import os, signal, sys
-from tests.internals import FileSink
-write = FileSink._write_durably
-def dying(self, ops, ends):
-    write(self, ops, ends)
-    os.kill(os.getpid(), signal.SIGKILL)
-FileSink._write_durably = dying
-from cli import main
-main(sys.argv[1:])
-"""
-
 
 def kinds_by(out: Path, actor: str) -> Counter[str]:
     with Ledger.open(out) as led:
