@@ -87,6 +87,8 @@ class History(msgspec.Struct, frozen=True, kw_only=True):
 
 
 Key = tuple[int, int, int | None]
+#: The largest seq a log can hold (SQLite's and PostgreSQL's 64-bit integers).
+MAX_SEQ = 2**63 - 1
 _OUTCOMES = (ev.ResultSaved, ev.FailureSaved, ev.OmissionSaved)
 #: Events that name one attempt of one rollout.
 _KEYED = (ev.RerunApproved, ev.AttemptReserved, ev.JudgeAdmitted, *_OUTCOMES)
@@ -305,6 +307,11 @@ def _sources(
     events: Iterable[ev.StoredEvent] | None,
     since: int | None,
 ) -> tuple[RunState, Iterable[ev.StoredEvent]]:
+    if since is not None and since > MAX_SEQ:
+        raise ConfigError(
+            f"--since {since} is past the largest seq a run can have ({MAX_SEQ})",
+            key="since",
+        )
     start = 1 if since is None else max(since, 1)
     if isinstance(source, RunState):
         if events is None:

@@ -24,7 +24,7 @@ from ledger.errors import (
     StorageError,
 )
 from ledger.events import TailRepaired
-from ledger.files import atomic_replace, fsync_dir
+from ledger.files import atomic_replace, fsync_dir, open_regular, refuse_irregular
 from ledger.paths import RunPaths
 from ledger.run.recorder import Recorder, Staged
 from ledger.run.write_index import WriteIndex
@@ -57,7 +57,7 @@ class PendingRepair:
 
 def _count_lines(path: Path, end: int) -> int:
     count = 0
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
         while end > 0:
             chunk = handle.read(min(_CHUNK, end))
             if not chunk:
@@ -76,7 +76,7 @@ def _first_changed_line(
 ) -> int:
     """The 1-based line of the first recorded row the file no longer holds as is."""
     line = 1
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
         position = 0
         for offset, length, digest in recorded:
             gap = handle.read(max(0, offset - position))
@@ -93,7 +93,7 @@ def _unrecorded_in(
     paths: RunPaths, file: str, end: int, locations: Locations | None = None
 ) -> Unrecorded | None:
     path = paths.folder / file
-    if not path.exists():
+    if not refuse_irregular(path):
         if end > 0:
             raise CorruptLedger(
                 f"{path} is missing, but the ledger records rows in it up to byte "
@@ -113,7 +113,7 @@ def _unrecorded_in(
         )
     if size == end:
         return None
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
         handle.seek(end)
         tail = handle.read()
     complete, newline, torn = tail.rpartition(b"\n")
@@ -152,7 +152,7 @@ def _decode_line(found: Unrecorded, number: int, data: bytes) -> dict[str, objec
     line = found.first_line + number
     try:
         row = msgspec.json.decode(data)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         row = None
     if not isinstance(row, dict):
         raise IdentityMismatch(
@@ -191,7 +191,7 @@ def _cut_torn_tail(paths: RunPaths, found: Unrecorded) -> TailRepaired:
     saved = paths.ledger_dir / f"torn-{found.file}-{offset}.bin"
     atomic_replace(saved, found.torn)
     try:
-        with (paths.folder / found.file).open("r+b") as handle:
+        with open_regular(paths.folder / found.file, "r+b") as handle:
             handle.truncate(offset)
             os.fsync(handle.fileno())
         fsync_dir(paths.folder)
