@@ -7,7 +7,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from cli.common import config_options, load_config, load_global_config, out_argument
+from cli.common import (
+    config_options,
+    load_config,
+    load_global_config,
+    option_file,
+    out_argument,
+)
 from cli.common import reader as open_reader
 
 if TYPE_CHECKING:
@@ -27,7 +33,7 @@ def _key_lines(title: str, keys: list[KeyDiff]) -> list[str]:
 @click.command("diff-config")
 @out_argument
 @config_options
-@click.option("--source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--source", type=option_file)
 def diff_config(
     out: Path | str, config: Path, global_configs: tuple[Path, ...], source: Path | None
 ) -> None:

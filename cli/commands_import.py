@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from cli.common import echo_json, out_argument, quiet_option, run_clock
+from cli.common import echo_json, option_file, out_argument, quiet_option, run_clock
 
 if TYPE_CHECKING:
     from projections import ImportResult, StoreImport
@@ -28,7 +28,7 @@ __all__ = ["import_"]
 @out_argument
 @click.option(
     "--inputs",
-    type=click.Path(exists=True, dir_okay=False),
+    type=option_file,
     help="The run's materialized rows, each with _ng_task_index and "
     "_ng_rollout_index; required when <stem>_materialized_inputs.jsonl is "
     "missing, and copied there.",

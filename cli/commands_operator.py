@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from cli.common import operator_actor, out_argument, reader, writer
+from cli.common import count, operator_actor, out_argument, reader, writer
 
 if TYPE_CHECKING:
     from projections import Approval, OperatorResult
@@ -57,9 +57,9 @@ def _approval_lines(approval: Approval, *, dry_run: bool) -> list[str]:
 
 @click.command()
 @out_argument
-@click.option("--task", type=click.IntRange(min=0), help="The rollout's task.")
-@click.option("--rollout", type=click.IntRange(min=0), help="The rollout index.")
-@click.option("--attempt", type=click.IntRange(min=0), help="The attempt to reopen.")
+@click.option("--task", type=count(0), help="The rollout's task.")
+@click.option("--rollout", type=count(0), help="The rollout index.")
+@click.option("--attempt", type=count(0), help="The attempt to reopen.")
 @click.option("--all-held", is_flag=True, help="Every held rollout (with filters).")
 @click.option("--reason-held", help="Only held rollouts with this reason.")
 @click.option("--kind", help="Only held rollouts with this failure kind.")
@@ -143,7 +143,7 @@ def reset_budget(out: Path, reason: str) -> None:
 
 @click.command("extend-attempts")
 @out_argument
-@click.argument("total", metavar="N", type=click.IntRange(min=1))
+@click.argument("total", metavar="N", type=count(1))
 @_reason_option
 def extend_attempts(out: Path, total: int, reason: str) -> None:
     """Raise every rollout's cap: attempts_extended (REC-11).
@@ -185,6 +185,10 @@ def _setting(text: str) -> tuple[str, Any]:
         return key, msgspec.json.decode(raw)  # REC-60: JSON, else a string
     except msgspec.DecodeError:
         return key, raw
+    except RecursionError:
+        raise click.BadParameter(
+            f"the value of {key} nests too deeply", param_hint="--set"
+        ) from None
 
 
 @click.command()

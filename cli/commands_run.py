@@ -9,8 +9,10 @@ import click
 
 from cli.common import (
     config_options,
+    count,
     load_config,
     load_global_config,
+    option_file,
     out_argument,
     reader,
     run_clock,
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ["create", "record", "resume"]
 
-_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+_FILE = option_file
 
 
 @click.command()
@@ -32,7 +34,7 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 @config_options
 @click.option(
     "--max-attempts",
-    type=click.IntRange(min=1),
+    type=count(1),
     help="Attempts per rollout (default: NEMO_GYM_MAX_ROLLOUT_ATTEMPTS, else 3).",
 )
 @click.option(
@@ -109,7 +111,7 @@ def _plan_lines(plan: Plan) -> list[str]:
 @click.option("--source", type=_FILE, help="The dataset the rows came from.")
 @click.option(
     "--extend-attempts",
-    type=click.IntRange(min=0),
+    type=count(0),
     default=0,
     help="Total extra attempts per rollout; recorded only when it grows (REC-11).",
 )

@@ -6,12 +6,22 @@ Each opens the run read-only and never writes (EV-12), except ``status
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from cli.common import echo_json, out_argument, progress, quiet_option, reader, writer
+from cli.common import (
+    count,
+    echo_json,
+    out_argument,
+    progress,
+    quiet_option,
+    reader,
+    writer,
+)
 
 if TYPE_CHECKING:
     from projections import RunStatus
@@ -21,7 +31,8 @@ __all__ = ["check", "export", "head", "history", "results", "status"]
 _OUTPUT = click.Path(dir_okay=False, writable=True, path_type=Path)
 
 
-def _sink(out: Path | str, path: Path | None) -> Any:
+@contextmanager
+def _sink(out: Path | str, path: Path | None) -> Iterator[Any]:
     """``path`` opened to replace it atomically when closed; else binary stdout.
 
     ``path`` is checked first: never a file of the run, nor in its ledger folder.
@@ -29,7 +40,19 @@ def _sink(out: Path | str, path: Path | None) -> Any:
     import ledger
 
     ledger.check_outputs(out, {"-o": path})
-    return click.open_file("-" if path is None else str(path), "wb", atomic=True)
+    try:
+        handle = click.open_file("-" if path is None else str(path), "wb", atomic=True)
+    except OSError as exc:  # -o nosuchdir/x, a name too long, no permission
+        raise ledger.ConfigError(
+            f"cannot write -o {path}: {exc.strerror or exc}", key="output", path=path
+        ) from None
+    try:
+        with handle:
+            yield handle
+    except OSError as exc:  # the disk filled while writing or renaming
+        raise ledger.StorageError(
+            f"writing {path or 'stdout'} failed: {exc.strerror or exc}", path=path
+        ) from exc
 
 
 def _held(status: RunStatus) -> list[dict[str, Any]]:
@@ -111,10 +134,10 @@ def check(out: Path) -> None:
 
 @click.command()
 @out_argument
-@click.option("--task", type=click.IntRange(min=0), help="Only this task.")
-@click.option("--rollout", type=click.IntRange(min=0), help="Only this rollout index.")
+@click.option("--task", type=count(0), help="Only this task.")
+@click.option("--rollout", type=count(0), help="Only this rollout index.")
 @click.option("--kind", help="Only events of this kind (e.g. failure_saved).")
-@click.option("--since", type=click.IntRange(min=1), help="Only from this seq on.")
+@click.option("--since", type=count(1), help="Only from this seq on.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON document instead.")
 def history(
     out: Path,

@@ -7,6 +7,8 @@ quick as importing click); each helper imports what it needs when called.
 from __future__ import annotations
 
 import getpass
+import os
+import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -19,11 +21,14 @@ if TYPE_CHECKING:
     from ledger import Clock, Ledger
 
 __all__ = [
+    "MAX_COUNT",
     "config_options",
+    "count",
     "echo_json",
     "load_config",
     "load_global_config",
     "operator_actor",
+    "option_file",
     "out_argument",
     "progress",
     "quiet_option",
@@ -69,6 +74,45 @@ class RunTarget(_OutType):
             self.fail(str(exc), param, ctx)  # OUT written ambiguously: usage
 
 
+class OptionFile(click.Path):
+    """An existing regular file to read: never a folder, a named pipe or a device.
+
+    A named pipe would make the command wait for a writer forever; it is
+    refused before it is opened.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(exists=True, dir_okay=False, path_type=Path)
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> Any:
+        path = super().convert(value, param, ctx)
+        try:
+            mode = os.stat(path).st_mode
+        except OSError as exc:
+            self.fail(f"{value!s}: {exc.strerror or exc}", param, ctx)
+        if not stat.S_ISREG(mode):
+            self.fail(f"{value!s} is not a regular file", param, ctx)
+        return path
+
+
+#: An option file (configuration, rows, policy, approvals, source dataset).
+option_file = OptionFile()
+
+#: The largest count or seq a run stores (SQLite's and PostgreSQL's bigint).
+MAX_COUNT = 2**63 - 1
+
+
+def count(minimum: int) -> click.IntRange:
+    """An integer option or argument of at least ``minimum``.
+
+    Its upper bound is the library's, where the number enters (``ledger``'s
+    bounds name it in the refusal, exit 3): the CLI does not guess it.
+    """
+    return click.IntRange(min=minimum)
+
+
 #: ``OUT``: the run's output JSONL, existing or not; its companions derive from
 #: it. Or a run on PostgreSQL (SC-1): ``postgresql://USER@HOST:PORT/DB?run=NAME``.
 out_argument = click.argument("out", type=RunTarget())
@@ -84,14 +128,14 @@ def config_options(func: F) -> F:
         "--global-config",
         "global_configs",
         multiple=True,
-        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        type=option_file,
         help="Servers configuration (YAML or JSON); repeat to merge in order, "
         "as Hydra does.",
     )(func)
     return click.option(
         "--config",
         required=True,
-        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        type=option_file,
         help="The collection configuration (YAML or JSON).",
     )(func)
 
@@ -108,6 +152,10 @@ def _load(path: Path) -> Any:
 
     try:
         return OmegaConf.load(path)
+    except RecursionError:
+        raise ConfigError(
+            f"cannot read the configuration {path}: it nests too deeply", path=path
+        ) from None
     except (OSError, OmegaConfBaseException, ValueError, yaml.YAMLError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ConfigError(

@@ -12,14 +12,112 @@ import contextlib
 import math
 import os
 import secrets
+import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 import msgspec
 
-from ledger.errors import StorageError
+from ledger.errors import ConfigError, StorageError
 
-__all__ = ["atomic_replace", "canonical_json", "fsync_dir", "publish_json"]
+__all__ = [
+    "atomic_replace",
+    "canonical_json",
+    "fsync_dir",
+    "json_problem",
+    "not_regular",
+    "open_regular",
+    "publish_json",
+    "read_regular",
+    "refuse_irregular",
+]
+
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def not_regular(mode: int) -> str | None:
+    """What a file of ``st_mode`` is when it is not a regular file, else ``None``."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((what for test, what in _KINDS if test(mode)), "not a regular file")
+
+
+def refuse_irregular(path: Path | str, what: str = "", *, given: bool = False) -> bool:
+    """Whether ``path`` exists; ``StorageError`` when it is not a regular file.
+
+    Checked before any open: a named pipe is never opened (a reader would wait
+    for a writer forever), a folder never read. ``given``: a file the caller
+    named (an option file), refused as ``ConfigError``.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise StorageError(
+            f"could not read {path}: {exc.strerror or exc}", path=path
+        ) from exc
+    kind = not_regular(mode)
+    if kind is not None:
+        name = f"{what} {path}" if what else str(path)
+        if given:
+            raise ConfigError(
+                f"{name} is {kind}, not a regular file; pass a file", path=path
+            )
+        raise StorageError(
+            f"{name} is {kind}, not a regular file; rollout-ledger reads and writes "
+            "only regular files there: move it aside and put the file back "
+            "(`rollout-ledger verify OUT` checks the run)",
+            path=path,
+        )
+    return True
+
+
+def open_regular(
+    path: Path | str,
+    mode: str = "rb",
+    what: str = "",
+    *,
+    given: bool = False,
+    buffering: int = -1,
+) -> BinaryIO:
+    """``open(path, mode)`` in binary, refused unless ``path`` is a regular file.
+
+    A missing file raises ``FileNotFoundError`` as ``open`` does (for modes that
+    do not create it); anything else not a regular file is ``StorageError``.
+    """
+    refuse_irregular(path, what, given=given)
+    # O_NONBLOCK: a FIFO put in place since the check still never blocks the open.
+    handle = open(path, mode, buffering, opener=_nonblocking)  # noqa: SIM115 - returned
+    kind = not_regular(os.fstat(handle.fileno()).st_mode)
+    if kind is not None:
+        handle.close()
+        raise StorageError(f"{path} is {kind}, not a regular file", path=path)
+    os.set_blocking(handle.fileno(), True)
+    return cast(BinaryIO, handle)
+
+
+def json_problem(exc: Exception) -> str:
+    """What is wrong with a document that did not decode, in a few words."""
+    if isinstance(exc, RecursionError):
+        return "its arrays or objects nest too deeply"
+    return str(exc)
+
+
+def read_regular(path: Path | str, what: str = "", *, given: bool = False) -> bytes:
+    """The bytes of ``path``, refused unless it is a regular file (``open_regular``)."""
+    with open_regular(path, "rb", what, given=given) as handle:
+        return handle.read()
+
+
+def _nonblocking(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NONBLOCK, 0o666)
 
 
 def fsync_dir(folder: Path) -> None:

@@ -2,10 +2,44 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["RunPaths"]
+from ledger.errors import ConfigError
+
+__all__ = ["RunPaths", "check_out_path"]
+
+#: The longest file name and path most filesystems take, in bytes.
+NAME_MAX = 255
+PATH_MAX = 4095
+#: What the longest companion file adds to ``OUT``'s stem.
+_LONGEST_SUFFIX = len("_materialized_inputs.jsonl")
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= 80 else f"{text[:40]}...{text[-20:]}"
+
+
+def check_out_path(out: Path | str, what: str = "OUT") -> Path:
+    """``OUT`` as an absolute path, or ``ConfigError`` (key ``OUT``) when too long.
+
+    Every companion file derives its name from ``OUT``'s stem, so the stem must
+    leave room for the longest of them within a file name's limit.
+    """
+    path = Path(out).absolute()
+    names = [os.fsencode(part) for part in path.parts]
+    longest = max((len(name) for name in names), default=0)
+    stem = len(os.fsencode(path.stem)) + _LONGEST_SUFFIX
+    total = len(os.fsencode(str(path))) + _LONGEST_SUFFIX
+    if max(longest, stem) > NAME_MAX or total > PATH_MAX:
+        raise ConfigError(
+            f"{what} {_shown(str(out))} is too long: file names are at most "
+            f"{NAME_MAX} bytes and paths {PATH_MAX}, and the run's companion files "
+            f"add {_LONGEST_SUFFIX} bytes to its name; choose a shorter one",
+            key=what,
+        )
+    return path
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,7 @@ def _agents_and_digest(chunks: Iterable[bytes]) -> tuple[list[dict[str, Any]], s
     for line in _lines(chunks, digest):
         try:
             raw = _AGENT_DECODER.decode(line).agent_ref
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             continue  # the digest check (REC-55) reports a changed file
         data = bytes(raw)
         if data in seen:  # the same bytes decode to the same reference

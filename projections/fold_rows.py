@@ -75,7 +75,7 @@ class RowFold(FoldStep):
                 raise UnknownEvent(seq=seq, kind=kind, path=path)
             try:
                 body = decode(data)
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):
                 body = _checked_body(seq, kind, data, path)
             if type(body) is not expected:
                 body = _checked_body(seq, kind, data, path)
@@ -107,6 +107,6 @@ class RowFold(FoldStep):
     ) -> Outcome:
         try:
             facts = _FACTS_DECODER.decode(key)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             facts = _checked_body(seq, kind, data, path).facts
         return self.remember(key, facts)

@@ -307,6 +307,11 @@ def _sources(
     events: Iterable[ev.StoredEvent] | None,
     since: int | None,
 ) -> tuple[RunState, Iterable[ev.StoredEvent]]:
+    if since is not None and since > MAX_SEQ:
+        raise ConfigError(
+            f"--since {since} is past the largest seq a run can have ({MAX_SEQ})",
+            key="since",
+        )
     start = 1 if since is None else max(since, 1)
     if isinstance(source, RunState):
         if events is None:

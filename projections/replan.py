@@ -54,7 +54,7 @@ def read_materialized(
             for (rollout, attempt), data in zip(chunk, found, strict=True):
                 try:
                     row = _ROW_DECODER.decode(data or b"")
-                except msgspec.DecodeError as exc:
+                except (msgspec.DecodeError, RecursionError) as exc:
                     where = ledger.files.describe(name)
                     raise CorruptLedger(
                         f"line {rollout.line} of {where} does not decode: {exc}",
@@ -82,15 +82,21 @@ def _location(ledger: Ledger, seq: int, row: EventRow | None) -> Location:
     if row is not None and row.kind in _LOCATED.values():
         try:
             found = _LOCATION_DECODER.decode(bytes(row.body))
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             found = None
         if isinstance(found, _Located) and (
             _LOCATED[type(found)] == row.kind  # the body's kind is the row's
         ):
             return found.location
-    event = next(ledger.events(seq))
-    body = event.body
-    assert isinstance(body, ResultSaved | FailureSaved | JudgeOutcomeSaved)
+    event = next(ledger.events(seq), None)
+    body = None if event is None or event.seq != seq else event.body
+    if not isinstance(body, ResultSaved | FailureSaved | JudgeOutcomeSaved):
+        raise CorruptLedger(
+            f"the outcome event seq {seq} cannot be found in {ledger.where}; run "
+            "`rollout-ledger verify`",
+            seq=seq,
+            path=ledger.where,
+        )
     return body.location
 
 

@@ -20,6 +20,7 @@ from typing import Protocol, runtime_checkable
 import msgspec
 
 from ledger import events as ev
+from ledger.errors import CorruptLedger
 from ledger.event_views import RunCreatedPolicy
 from ledger.policy.log import policy_from_events
 from ledger.policy.model import RecoveryPolicy
@@ -149,7 +150,7 @@ def _policy_of_rows(
         if row.kind == "run_created":
             try:
                 light = _POLICY_DECODER.decode(data)
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):
                 light = None
             if light is not None:
                 bodies.append(msgspec.structs.replace(_CARRIER, policy=light.policy))
@@ -159,7 +160,15 @@ def _policy_of_rows(
 
 
 def _row_at(log: StoredLog, seq: int) -> EventRow:
-    return next(iter(log.raw_events(seq)))
+    found = next(iter(log.raw_events(seq)), None)
+    if found is None or found.seq != seq:  # a damaged index lost it
+        raise CorruptLedger(
+            f"event seq {seq} cannot be found in {log.where}; run "
+            "`rollout-ledger verify`",
+            seq=seq,
+            path=log.where,
+        )
+    return found
 
 
 def _hash_at(log: StoredLog, seq: int) -> bytes:
@@ -185,7 +194,7 @@ def _replay_from_start(log: StoredLog) -> RunState | None:
         return None
     try:
         body = FAST_DECODER.decode(first.body)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
     first_hash = bytes(first.hash)
     del first  # megabytes: nothing of them is kept (P-3's peak RSS)

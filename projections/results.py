@@ -71,7 +71,7 @@ def _decoded(files: RunFiles, where: Location, data: bytes | None) -> dict[str, 
         )
     try:
         return _DECODER.decode(data)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, RecursionError) as exc:
         raise CorruptLedger(
             f"the row at byte {where.offset} of {where.file} no longer decodes "
             f"({exc}); run `rollout-ledger verify`",

@@ -92,7 +92,7 @@ def load_snapshot(ledger: SnapshotSource, policy: RecoveryPolicy) -> RunState | 
     try:
         with gc_paused():  # a whole state at once (P-5)
             return _DECODER.decode(found[2])
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None  # EV-14: an optimization only; a full refold is always right
 
 

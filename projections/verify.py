@@ -193,7 +193,7 @@ def _coverage_file(ledger: Ledger, name: str) -> list[Finding]:
     try:
         saved = msgspec.json.decode(data or b"")
         as_of = int(saved["as_of_seq"])
-    except (msgspec.DecodeError, KeyError, TypeError, ValueError):
+    except (msgspec.DecodeError, RecursionError, KeyError, TypeError, ValueError):
         return [Finding("published", f"missing or unreadable; {fix}", file=name)]
     events = [e for e in ledger.events() if e.seq <= as_of]
     at_seq = rendered_files(replay(events))["coverage.json"]

@@ -14,8 +14,9 @@ import logging
 import os
 import uuid
 from collections.abc import Iterable, Mapping
+from io import BufferedReader
 from pathlib import Path
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Literal, Self, cast
 
 import msgspec
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
@@ -23,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 from ledger.bounds import MAX_ATTEMPTS, bounded
 from ledger.clock import Clock
 from ledger.errors import ConfigError, CorruptLedger, RowError
-from ledger.files import publish_json
+from ledger.files import open_regular, publish_json
 from ledger.identity.digest import (
     IdentityInputs,
     counted_identity,
@@ -63,8 +64,9 @@ def materialized_digest(rows: Iterable[Mapping[str, Any]]) -> str:
 
 def _file_digest(path: Path) -> str:
     try:
-        with path.open("rb") as handle:
-            return hashlib.file_digest(handle, "sha256").hexdigest()
+        with open_regular(path, given=True) as handle:
+            digest = hashlib.file_digest(cast(BufferedReader, handle), "sha256")
+            return digest.hexdigest()
     except OSError as exc:
         raise ConfigError(
             f"cannot read the source dataset {path} ({exc.strerror or exc}); "
@@ -313,7 +315,7 @@ def _read_identity(manifest_path: Path) -> dict[str, Any] | None:
         value = msgspec.json.decode(path.read_bytes())
     except FileNotFoundError:
         return None
-    except (OSError, msgspec.DecodeError):
+    except (OSError, msgspec.DecodeError, RecursionError):
         value = None
     if not isinstance(value, dict):
         logger.warning("cannot read %s; the run is compared by digest only", path)

@@ -41,7 +41,7 @@ from ledger.events import (
     encode_body,
     kind_of,
 )
-from ledger.files import atomic_replace, fsync_dir
+from ledger.files import atomic_replace, fsync_dir, read_regular
 from ledger.identity.manifest import RunManifest
 from ledger.legacy.manifest import (
     ForeignManifest,
@@ -213,7 +213,7 @@ def _refuse_existing(paths: RunPaths) -> None:
 
 def _read(path: Path) -> bytes:
     try:
-        return path.read_bytes()
+        return read_regular(path)
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}", path=path) from exc
 

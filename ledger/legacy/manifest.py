@@ -16,6 +16,7 @@ from typing import Any, Final, NamedTuple
 import msgspec
 
 from ledger.errors import CorruptLedger
+from ledger.files import read_regular
 from ledger.paths import RunPaths
 
 __all__ = ["ForeignManifest", "foreign_manifest_path", "read_foreign_manifest"]
@@ -55,7 +56,7 @@ def _read(path: Path) -> bytes:
         size = path.stat().st_size
         if size > MAX_FOREIGN_MANIFEST_BYTES:
             raise _refuse(path, f"is {size} bytes, over the limit")
-        return path.read_bytes()
+        return read_regular(path)
     except OSError as exc:
         raise _refuse(path, f"cannot be read ({exc.strerror or exc})") from None
 

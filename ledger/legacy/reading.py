@@ -30,6 +30,7 @@ from ledger.events import (
     OmissionSaved,
     ResultSaved,
 )
+from ledger.files import open_regular
 from ledger.rows.all_facts import row_facts
 from ledger.rows.kinds import row_route
 from ledger.rows.values import brief
@@ -280,7 +281,7 @@ class OutcomeReader:
     def read(self, path: Path, file: str, *, sidecar: bool) -> LegacySource | None:
         """Read one file in order; its source record, or ``None`` when missing."""
         try:
-            handle = path.open("rb")
+            handle = open_regular(path)
         except FileNotFoundError:
             return None
         except OSError as exc:

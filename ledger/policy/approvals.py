@@ -15,6 +15,7 @@ import msgspec
 
 from ledger.bounds import MAX_ATTEMPT_INDEX, MAX_INDEX, out_of_bounds
 from ledger.errors import ConfigError
+from ledger.files import json_problem, read_regular
 
 __all__ = ["Approval", "ApprovalProblem", "parse_approvals", "read_approvals"]
 
@@ -58,8 +59,8 @@ def _parse_line(text: str) -> tuple[int, int, int] | str:
     if text.startswith("{"):
         try:
             entry = msgspec.json.decode(text)
-        except msgspec.DecodeError as exc:
-            return f"not JSON ({exc})"
+        except (msgspec.DecodeError, RecursionError) as exc:
+            return f"not JSON ({json_problem(exc)})"
         if not isinstance(entry, dict) or set(entry) != {"task", "rollout", "attempt"}:
             return 'expected {"task": T, "rollout": R, "attempt": A}'
         values: list[object] = [entry[name] for name in ("task", "rollout", "attempt")]
@@ -102,7 +103,7 @@ def read_approvals(path: Path | str) -> tuple[list[Approval], list[ApprovalProbl
             raise ConfigError(
                 f"{target} is {size} bytes, over the approval file limit", path=target
             )
-        text = target.read_text(encoding="utf-8")
+        text = read_regular(target, given=True).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(
             f"cannot read the approvals file {target}: {exc}", path=target

@@ -15,6 +15,7 @@ import msgspec
 from pydantic import ValidationError
 
 from ledger.errors import ConfigError
+from ledger.files import json_problem, read_regular
 from ledger.paths import RunPaths
 from ledger.policy.model import DEFAULT_POLICY, RecoveryPolicy
 from ledger.store.registry import home_for
@@ -33,14 +34,14 @@ def _read_json(path: Path) -> Any:
             raise ConfigError(
                 f"{path} is {size} bytes, over the policy file limit", path=path
             )
-        return msgspec.json.decode(path.read_bytes())
+        return msgspec.json.decode(read_regular(path, given=True))
     except OSError as exc:
         raise ConfigError(
             f"cannot read the policy file {path}: {exc.strerror}", path=path
         ) from exc
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, RecursionError) as exc:
         raise ConfigError(
-            f"the policy file {path} is not JSON: {exc}", path=path
+            f"the policy file {path} is not JSON: {json_problem(exc)}", path=path
         ) from exc
 
 

@@ -28,8 +28,8 @@ from typing import BinaryIO
 
 from ledger.errors import ConfigError, CorruptLedger, StorageError
 from ledger.events import Location
-from ledger.files import atomic_replace, fsync_dir
-from ledger.paths import RunPaths
+from ledger.files import atomic_replace, fsync_dir, open_regular
+from ledger.paths import RunPaths, check_out_path
 from ledger.postgres.store import PostgresStore
 from ledger.postgres.url import RunUrl
 from ledger.run.ledger import Ledger
@@ -94,7 +94,7 @@ def export_files(source: Ledger, folder: Path | str) -> RunPaths:
     The copy ends on the head read at the start (see the module's docstring).
     """
     names = source.files.names
-    paths = RunPaths.of(Path(folder) / names.out)
+    paths = RunPaths.of(check_out_path(Path(folder) / names.out, "--files DIR"))
     existing = [
         p
         for p in (paths.out, paths.sidecar, paths.materialized, paths.db)
@@ -283,7 +283,7 @@ class _RowSource:
             return None
         handle = self._handles.get(where.file)
         if handle is None:
-            handle = self._handles[where.file] = (self._folder / where.file).open("rb")
+            handle = self._handles[where.file] = open_regular(self._folder / where.file)
         handle.seek(where.offset)
         data = handle.read(where.length)
         self.covered.setdefault(where.file, []).append((where.offset, where.length))
@@ -297,7 +297,7 @@ class _RowSource:
 def _materialized_pieces(source: Ledger) -> Iterator[tuple[int, bytes]]:
     """Each materialized row as a piece (point reads by offset), then any rest."""
     created = source.run_created()
-    with source.paths.materialized.open("rb") as handle:
+    with open_regular(source.paths.materialized) as handle:
         end = 0
         for entry in created.index:
             offset, length = entry[2], entry[3]
@@ -314,7 +314,7 @@ def _gaps(path: Path, rows: list[tuple[int, int]]) -> Iterator[tuple[int, bytes]
     """The bytes of ``path`` that no recorded row covers, as pieces, streamed."""
     if not path.exists():
         return
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
         position = 0
         for offset, length in sorted(rows):
             if offset > position:

@@ -146,7 +146,7 @@ def _insert(
 def _decode(decoder: msgspec.json.Decoder[Any], row: EventRow, where: str) -> Any:
     try:
         return decoder.decode(row.body)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, RecursionError) as exc:
         raise Refused(
             f"{where}: refusing to append a {row.kind} event whose body does not "
             f"decode: {exc}"

@@ -16,6 +16,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ledger.files import not_regular, read_regular
+
 __all__ = [
     "Check",
     "filesystem_type",
@@ -159,9 +161,18 @@ def _alive(holder: str) -> str:
 
 def lock_holder_check(lock: Path) -> Check:
     """Who holds the run lock, if anyone, and whether that process is alive."""
-    if not lock.exists():
+    try:
+        kind = not_regular(os.stat(lock).st_mode)
+    except FileNotFoundError:
         return Check("run lock", True, "no lock file yet")
-    holder = lock.read_text(encoding="utf-8", errors="replace").strip()
+    if kind is not None:  # never opened: a named pipe would hang the read
+        return Check(
+            "run lock",
+            False,
+            f"{lock} is {kind}, not a regular file; move it aside (rollout-ledger "
+            "creates its lock file again)",
+        )
+    holder = read_regular(lock).decode("utf-8", "replace").strip()
     holders = _flock_holders(lock)
     held = (
         bool(holders) if holders is not None else _probe("flock", str(lock)) != "locked"

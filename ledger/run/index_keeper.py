@@ -46,7 +46,7 @@ def _stored_index(store: EventStore) -> tuple[WriteIndex, int]:
         return WriteIndex(), 1
     try:
         return WriteIndex.decode(found[2]), found[0] + 1
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return WriteIndex(), 1  # a damaged snapshot is ignored, never trusted
 
 

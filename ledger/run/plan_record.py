@@ -27,6 +27,7 @@ from ledger.events import (
     RunCreated,
     kind_of,
 )
+from ledger.files import json_problem, read_regular
 from ledger.run.recorder import Recorder, Staged
 from ledger.store.port import Prepared
 
@@ -52,7 +53,7 @@ def read_plan_rows(path: Path | str) -> tuple[list[Any], list[int]]:
     try:
         if target.stat().st_size > MAX_PLAN_ROWS_BYTES:
             raise ConfigError(f"{target} is over the row file limit", path=target)
-        lines = target.read_bytes().splitlines()
+        lines = read_regular(target, given=True).splitlines()
     except OSError as exc:
         raise ConfigError(f"cannot read {target}: {exc.strerror}", path=target) from exc
     rows, numbers = [], []
@@ -61,9 +62,10 @@ def read_plan_rows(path: Path | str) -> tuple[list[Any], list[int]]:
             continue
         try:
             rows.append(_DECODER.decode(line))
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, RecursionError) as exc:
             raise RowError(
-                f"line {number} of {target} is not JSON ({exc}); nothing of the "
+                f"line {number} of {target} is not JSON ({json_problem(exc)}); "
+                "nothing of the "
                 "file was recorded",
                 path=target,
                 line=number,

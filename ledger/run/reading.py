@@ -28,11 +28,19 @@ class LogReader:
 
     def _check_saved_work(self) -> None:
         # EV-12 / REC-51: refuse unknown or corrupt saved work before anything.
-        unknown = sorted(self._store.distinct_kinds() - KINDS.keys())
+        unknown = sorted(self._store.distinct_kinds() - KINDS.keys(), key=repr)
         if unknown:
             # Scan rather than filter by kind: a kind that is not valid UTF-8
             # reads back changed and would match no stored text.
-            first = next(row for row in self._store.rows() if row.kind not in KINDS)
+            first = next((r for r in self._store.rows() if r.kind not in KINDS), None)
+            if first is None:  # the kind index names a kind no event has
+                raise CorruptLedger(
+                    f"the index of event kinds in {self.where} is damaged (it lists "
+                    f"{unknown[0]!r}, which no event has); restore it from a backup, "
+                    "or rebuild its indexes with sqlite3's REINDEX, then run "
+                    "`rollout-ledger verify`",
+                    path=self.where,
+                )
             raise UnknownEvent(seq=first.seq, kind=first.kind, path=self.where)
         if self._check_head_on_open:  # verify opens without it, to report all
             self._check_head()

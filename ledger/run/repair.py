@@ -34,7 +34,7 @@ from ledger.errors import (
     StorageError,
 )
 from ledger.events import TailRepaired
-from ledger.files import atomic_replace, fsync_dir
+from ledger.files import atomic_replace, fsync_dir, open_regular, refuse_irregular
 from ledger.paths import RunPaths
 from ledger.run.recorder import Recorder, Staged
 from ledger.run.write_index import FileEnd, WriteIndex
@@ -92,7 +92,7 @@ REPAIRS = {
 
 def _count_lines(path: Path, end: int) -> int:
     count = 0
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
         while end > 0:
             chunk = handle.read(min(_CHUNK, end))
             if not chunk:
@@ -115,7 +115,7 @@ def _first_changed_line(
     in file order and lines counted at ``"\n"``, as ``verify`` does.
     """
     line = 1
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
         position = 0
         for offset, length, digest in sorted(recorded):
             gap = handle.read(max(0, offset - position))
@@ -159,7 +159,7 @@ def _unrecorded_in(
     paths: RunPaths, file: str, end: FileEnd, locations: Locations | None = None
 ) -> Unrecorded | None:
     path = paths.folder / file
-    if not path.exists():
+    if not refuse_irregular(path):
         if end.offset > 0:
             raise CorruptLedger(
                 f"{path} is missing, but the ledger records rows in it up to byte "
@@ -193,7 +193,7 @@ def _unrecorded_in(
                 path=path,
                 line=changed,
             )
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
         handle.seek(end.offset)
         tail = handle.read()
     rows, blank, torn = _split_tail(tail)
@@ -241,7 +241,7 @@ def _decode_line(found: Unrecorded, number: int, data: bytes) -> dict[str, objec
         )
     try:
         row = msgspec.json.decode(data)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         row = None
     if not isinstance(row, dict):
         raise IdentityMismatch(
@@ -283,7 +283,7 @@ def _cut_tail(paths: RunPaths, found: Unrecorded) -> TailRepaired:
     saved = paths.ledger_dir / f"{prefix}-{found.file}-{offset}.bin"
     atomic_replace(saved, cut)
     try:
-        with (paths.folder / found.file).open("r+b") as handle:
+        with open_regular(paths.folder / found.file, "r+b") as handle:
             handle.truncate(offset)
             os.fsync(handle.fileno())
         fsync_dir(paths.folder)

@@ -19,7 +19,7 @@ def decode_row(row: EventRow, *, path: Path | str | None = None) -> StoredEvent:
         raise UnknownEvent(seq=row.seq, kind=row.kind, path=path)
     try:
         body = decode_body(bytes(row.body))
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, RecursionError) as exc:
         raise CorruptLedger(
             f"event seq {row.seq} ({row.kind}) does not decode: {exc}; "
             "run `rollout-ledger verify` to see what changed",

@@ -11,12 +11,14 @@ import errno
 import fcntl
 import os
 import socket
+import stat
 import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 from ledger.errors import LockHeld, StorageError
+from ledger.files import not_regular
 
 __all__ = ["FileLock"]
 
@@ -26,11 +28,30 @@ _HELD_GUARD = threading.Lock()
 _HOLDER_INFO_LIMIT = 4096
 
 
+def _refuse_kind(path: Path, mode: int) -> None:
+    kind = None if stat.S_ISLNK(mode) else not_regular(mode)  # a link: ELOOP below
+    if kind is not None:
+        raise StorageError(
+            f"the run lock {path} is {kind}, not a regular file; move it aside "
+            "(rollout-ledger creates its lock file again)",
+            path=path,
+        )
+
+
 def _open_lock_file(path: Path) -> int:
     # EV-41 and quality.md "Security": never create or open through a symlink.
+    # A named pipe or folder in its place is refused before it is opened.
     flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     try:
-        return os.open(path, flags, 0o666)
+        _refuse_kind(path, os.lstat(path).st_mode)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise StorageError(
+            f"could not open the run lock {path}: {exc.strerror}", path=path
+        ) from exc
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK, 0o666)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise StorageError(
@@ -40,6 +61,13 @@ def _open_lock_file(path: Path) -> int:
         raise StorageError(
             f"could not open the run lock {path}: {exc.strerror}", path=path
         ) from exc
+    try:
+        _refuse_kind(path, os.fstat(fd).st_mode)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _read_holder(fd: int) -> str | None:

@@ -15,6 +15,7 @@ from typing import IO
 
 from ledger.errors import CorruptLedger, StorageError
 from ledger.events import Event
+from ledger.files import open_regular
 from ledger.store.port import EventRow, EventStore, NewEvent, Prepared, locate
 
 __all__ = ["FileSink"]
@@ -99,7 +100,7 @@ class FileSink:
 
     def _handle(self, file: str) -> IO[bytes]:
         if file not in self._handles:
-            handle = open(self.folder / file, "ab")  # noqa: SIM115 - kept open
+            handle = open_regular(self.folder / file, "ab")
             handle.seek(0, os.SEEK_END)
             self._handles[file] = handle
         return self._handles[file]

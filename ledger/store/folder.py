@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ledger.errors import ConfigError, CorruptLedger, StorageError
-from ledger.files import atomic_replace, fsync_dir
+from ledger.files import atomic_replace, fsync_dir, refuse_irregular
 from ledger.paths import RunPaths
 from ledger.store.file_lock import FileLock
 from ledger.store.file_sink import FileSink
@@ -134,7 +134,7 @@ class FolderHome:
 
     def check_opened(self, opened: OpenRun) -> None:
         """REC-51: a ledger whose materialized inputs are missing cannot resume."""
-        if not self.paths.materialized.is_file():
+        if not refuse_irregular(self.paths.materialized):
             raise CorruptLedger(
                 f"{self.paths.materialized} is missing; the run cannot be resumed "
                 "without its materialized inputs",

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ledger.errors import ConfigError
+from ledger.paths import check_out_path
 from ledger.postgres.url import (
     STORE_ENV,
     RunUrl,
@@ -44,6 +45,7 @@ def resolve_out(
         return text
     if is_postgres_url(text):
         return str(resolve_run(text))
+    check_out_path(text)
     if (
         env.get(STORE_ENV)
         and "/" not in text
@@ -85,4 +87,5 @@ def home_for(out: Path | str) -> RunHome:
         from ledger.postgres.home import PostgresHome  # psycopg only when used
 
         return PostgresHome(RunUrl.parse(out))
+    check_out_path(out)
     return FolderHome.of(out)

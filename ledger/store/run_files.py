@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from ledger.files import atomic_replace
+from ledger.files import atomic_replace, open_regular, read_regular, refuse_irregular
 from ledger.paths import RunPaths
 from ledger.store.port import RowReader, RunNames
 
@@ -32,7 +32,7 @@ class _FolderReader:
     def read_at(self, file: str, offset: int, length: int) -> bytes | None:
         if file not in self._handles:
             try:
-                self._handles[file] = (self._folder / file).open("rb")
+                self._handles[file] = open_regular(self._folder / file)
             except FileNotFoundError:
                 self._handles[file] = None
         handle = self._handles[file]
@@ -76,14 +76,14 @@ class FolderFiles:
 
     def chunks(self, file: str) -> Iterator[bytes]:
         """The file read in 4 MiB chunks, unbuffered (each chunk read once)."""
-        with (self.paths.folder / file).open("rb", buffering=0) as handle:
+        with open_regular(self.paths.folder / file, buffering=0) as handle:
             while chunk := handle.read(_CHUNK):
                 yield chunk
 
     def read_published(self, name: str) -> bytes | None:
         """``<stem>_ledger/<name>``."""
         path = self.paths.ledger_dir / name
-        return path.read_bytes() if path.exists() else None
+        return read_regular(path) if refuse_irregular(path) else None
 
     def publish(self, name: str, data: bytes) -> None:
         """``atomic_replace`` into ``<stem>_ledger/``."""

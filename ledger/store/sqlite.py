@@ -27,6 +27,7 @@ from ledger.store.sqlite_schema import (
     MIGRATIONS,
     PACKAGE_VERSION,
     SCHEMA_VERSION,
+    blob,
     translate,
 )
 
@@ -195,7 +196,9 @@ class SQLiteStore:
             row = self._conn.execute(
                 "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1"
             ).fetchone()
-        return (0, ZERO_HASH) if row is None else (int(row[0]), bytes(row[1]))
+        if row is None:
+            return (0, ZERO_HASH)
+        return (int(row[0]), blob(row[1], self.path, row[0], "hash"))
 
     def append_many(
         self, events: Sequence[NewEvent], *, expected_seq: int | None = None
@@ -290,7 +293,7 @@ class SQLiteStore:
             while batch := cursor.fetchmany(size):
                 size = _READ_BATCH
                 for row in batch:
-                    yield EventRow._make(row)
+                    yield self._event_row(row)
 
     def rows_at(self, seqs: Sequence[int]) -> Iterator[EventRow]:
         """The stored rows of ``seqs`` (those that exist), in ``seq`` order."""
@@ -303,7 +306,7 @@ class SQLiteStore:
                     f"{_SELECT} WHERE seq IN ({marks}) ORDER BY seq", chunk
                 )
                 for row in cursor.fetchall():
-                    yield EventRow._make(row)
+                    yield self._event_row(row)
 
     def fold_rows(self, from_seq: int = 1) -> Iterator[tuple[int, str, bytes]]:
         """``(seq, kind, body)`` of the rows from ``from_seq``, streamed.
@@ -317,7 +320,17 @@ class SQLiteStore:
                 (from_seq,),
             )
             while batch := cursor.fetchmany(_READ_BATCH):
+                for row in batch:
+                    if type(row[2]) is not bytes:  # TEXT where a BLOB belongs
+                        blob(row[2], self.path, row[0], "body")
                 yield from batch
+
+    def _event_row(self, row: tuple[object, ...]) -> EventRow:
+        # BLOB columns only: a body or hash stored as TEXT is damage (R-5).
+        if not (type(row[4]) is type(row[5]) is type(row[6]) is bytes):
+            for index, column in ((4, "body"), (5, "prev_hash"), (6, "hash")):
+                blob(row[index], self.path, row[0], column)
+        return EventRow._make(row)
 
     def distinct_kinds(self) -> set[str]:
         """Every kind stored in the log (cheap: read from the kind index)."""
@@ -334,7 +347,7 @@ class SQLiteStore:
                 "ORDER BY seq DESC LIMIT ?",
                 (count,),
             ).fetchall()
-        return [EventRow(*row) for row in reversed(rows)]
+        return [self._event_row(row) for row in reversed(rows)]
 
     def save_snapshot(
         self,
@@ -370,7 +383,7 @@ class SQLiteStore:
             row = self._conn.execute(
                 "SELECT hash FROM events WHERE seq = ?", (seq,)
             ).fetchone()
-        return None if row is None else bytes(row[0])
+        return None if row is None else blob(row[0], self.path, seq, "hash")
 
     def lock_holder(self) -> str | None:
         """``None``: a run in a folder names its holder in its lock file (EV-40)."""

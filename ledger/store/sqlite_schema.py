@@ -17,7 +17,7 @@ from ledger.errors import CorruptLedger, LedgerError, StorageError
 if TYPE_CHECKING:
     import sqlite_utils
 
-__all__ = ["MIGRATIONS", "PACKAGE_VERSION", "SCHEMA_VERSION", "translate"]
+__all__ = ["MIGRATIONS", "PACKAGE_VERSION", "SCHEMA_VERSION", "blob", "translate"]
 
 PACKAGE_VERSION = "0.1.0"
 
@@ -75,3 +75,16 @@ def translate(exc: sqlite3.Error, path: Path, doing: str) -> LedgerError:
             f"{path} is busy while {doing}: {exc}; try again", path=path
         )
     return CorruptLedger(f"{path}: SQLite error while {doing}: {exc}", path=path)
+
+
+def blob(value: object, path: Path, seq: object, column: str) -> bytes:
+    """``value`` when it is bytes; a column stored as TEXT is ``CorruptLedger``."""
+    if type(value) is bytes:
+        return value
+    raise CorruptLedger(
+        f"event seq {seq} in {path} has its {column} stored as text, not as bytes: "
+        "the database was changed outside rollout-ledger; run `rollout-ledger "
+        "verify` and restore ledger.db from a backup",
+        seq=seq if isinstance(seq, int) else None,
+        path=path,
+    )
