@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from ledger import Clock, Ledger
 
 __all__ = [
-    "MAX_COUNT",
     "config_options",
     "count",
     "echo_json",
@@ -99,9 +98,6 @@ class OptionFile(click.Path):
 
 #: An option file (configuration, rows, policy, approvals, source dataset).
 option_file = OptionFile()
-
-#: The largest count or seq a run stores (SQLite's and PostgreSQL's bigint).
-MAX_COUNT = 2**63 - 1
 
 
 def count(minimum: int) -> click.IntRange:

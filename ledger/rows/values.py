@@ -14,6 +14,8 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any, Final, TypeGuard
 
+from ledger.bounds import MAX_INDEX
+
 __all__ = [
     "MAX_COUNT",
     "as_count",
@@ -101,7 +103,7 @@ def as_int(value: object) -> int | None:
 
 #: The largest index or count a row may hold: a signed 64-bit integer, as
 #: SQLite and every JSON reader of the events can store it.
-MAX_COUNT: Final = 2**63 - 1
+MAX_COUNT: Final = MAX_INDEX  # the bound every stored index has (ledger/bounds.py)
 
 
 def as_count(value: object) -> int | None:
