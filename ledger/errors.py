@@ -86,6 +86,27 @@ class LockHeld(LedgerError):
         )
 
 
+class LockLost(LedgerError):
+    """The run lock this writer held is no longer its own; it stopped appending.
+
+    Raised before anything is written (no row, no event), and by every later
+    append of the same writer: its lock file was removed or replaced, or its
+    PostgreSQL lock session ended (terminated, or the server restarted).
+    Exit 4, as for a lock another process holds: do not simply retry.
+    """
+
+    exit_code = 4
+
+    def __init__(self, path: Path | str, *, what: str, advice: str) -> None:
+        self.path = str(path)
+        #: What happened to the lock, in plain words.
+        self.what = what
+        super().__init__(
+            f"this collector stopped: {what}, so it no longer owns the run and "
+            f"appended nothing more; {advice}"
+        )
+
+
 class CorruptLedger(LedgerError):
     """The saved ledger or a file it points at is damaged or of an unknown form."""
 

@@ -5,6 +5,14 @@ server releases it when the holding session ends, however the process died.
 The advisory lock alone is what excludes; the ``run_locks`` row only tells the
 next would-be coordinator who holds it (host, pid, start), as the lock file
 does for the file-based run lock (EV-40).
+
+A session can end under a live coordinator (``pg_terminate_backend``, a
+server restart, a dropped connection): the lock is then free while the
+coordinator believes it holds it. Each acquirer therefore bumps the run's
+fencing epoch (``run_fences``), and a coordinator's append checks, in its own
+transaction, that the epoch is still its own and that its lock session still
+holds the lock (:func:`fence_check`); otherwise it raises ``LockLost`` and
+appends nothing.
 """
 
 from __future__ import annotations
@@ -19,10 +27,18 @@ from typing import Any
 
 import psycopg
 
-from ledger.errors import LockHeld, Refused
+from ledger.errors import LockHeld, LockLost, Refused
 from ledger.postgres.schema import LOCK_NAMESPACE, SCHEMA, translate
 
-__all__ = ["AdvisoryRunLock", "acquire_run_lock", "current_holder", "run_lock_key"]
+__all__ = [
+    "FENCED_HEAD",
+    "AdvisoryRunLock",
+    "acquire_run_lock",
+    "current_holder",
+    "fence_check",
+    "fenced_head_params",
+    "run_lock_key",
+]
 
 _MINE = (
     "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
@@ -35,6 +51,10 @@ _HOLDER = (
     "WHERE l.locktype = 'advisory' AND l.granted AND l.classid::bigint = %s "
     "AND l.objid::bigint = %s AND l.objsubid = 2"
 )
+
+
+def _gone(conn: psycopg.Connection[Any]) -> bool:
+    return conn.closed or conn.broken
 
 
 def run_lock_key(run: str) -> int:
@@ -55,15 +75,36 @@ def _where(conn: psycopg.Connection[Any], run: str) -> str:
 class AdvisoryRunLock:
     """A held run lock: the session of ``conn`` owns it until ``release`` or death."""
 
-    def __init__(self, conn: psycopg.Connection[Any], run: str) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], run: str, epoch: int) -> None:
         self._conn = conn
         self.run = run
         self.where = _where(conn, run)
         self.held = True
+        #: The fencing epoch this holder took (``run_fences``).
+        self.epoch = epoch
+        #: The server process of the lock session (``pg_locks.pid``).
+        self.backend_pid = conn.info.backend_pid
+        #: What happened, once an append found the lock lost (then always).
+        self.lost: str | None = None
+
+    @property
+    def session_gone(self) -> bool:
+        """Whether this process already knows the lock session ended."""
+        return _gone(self._conn)
+
+    def lost_error(self) -> LockLost:
+        """The ``LockLost`` of this holder (``lost`` must be set)."""
+        return LockLost(
+            self.where,
+            what=self.lost or "its PostgreSQL lock session ended",
+            advice="check that no other coordinator runs (`rollout-ledger doctor "
+            "URL` names the holder), then continue with `rollout-ledger resume "
+            "URL`; workers may keep recording what was released",
+        )
 
     def release(self) -> None:
         """Release the lock and forget its holder row (idempotent)."""
-        if not self.held or self._conn.closed:
+        if not self.held or self.session_gone:
             self.held = False
             return
         try:
@@ -78,6 +119,8 @@ class AdvisoryRunLock:
                     (LOCK_NAMESPACE, run_lock_key(self.run)),
                 )
         except psycopg.Error as exc:
+            if _gone(self._conn):
+                return  # the server released the lock with its session
             raise translate(exc, self.where, "releasing the run lock") from exc
         finally:
             self.held = False
@@ -117,11 +160,56 @@ def acquire_run_lock(conn: psycopg.Connection[Any], run: str) -> AdvisoryRunLock
     except psycopg.Error as exc:
         raise translate(exc, where, "taking the run lock") from exc
     try:
-        _record_holder(conn, run)
+        epoch = _record_holder(conn, run)
     except BaseException:
         _unlock_quietly(conn, key)
         raise
-    return AdvisoryRunLock(conn, run)
+    return AdvisoryRunLock(conn, run, epoch)
+
+
+#: What a coordinator's append locks and reads with the run's head: the
+#: fencing epoch (FOR SHARE: an acquirer's bump waits for this transaction)
+#: and whether the holder's lock session still holds the advisory lock.
+FENCED_HEAD = (
+    f"SELECT r.head_seq, r.head_hash, r.release_epoch, f.epoch, EXISTS ("
+    "SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted "
+    "AND l.classid::bigint = %s AND l.objid::bigint = %s AND l.objsubid = 2 "
+    f"AND l.pid = %s) FROM {SCHEMA}.runs r JOIN {SCHEMA}.run_fences f "
+    "ON f.run = r.run WHERE r.run = %s FOR UPDATE OF r FOR SHARE OF f"
+)
+
+
+def fenced_head_params(lock: AdvisoryRunLock) -> tuple[int, int, int, str]:
+    """The parameters of :data:`FENCED_HEAD` for ``lock``."""
+    return (
+        LOCK_NAMESPACE,
+        _unsigned(run_lock_key(lock.run)),
+        lock.backend_pid,
+        lock.run,
+    )
+
+
+def fence_check(lock: AdvisoryRunLock, epoch: int | None, holds: bool) -> None:
+    """Raise ``LockLost`` unless ``lock`` still owns the run (SC-4).
+
+    ``epoch`` and ``holds`` are what :data:`FENCED_HEAD` read in the append's
+    transaction (``epoch`` ``None``: no fence row). Once lost, always lost.
+    """
+    if lock.lost is None:
+        if epoch is None:
+            lock.lost = "the run lock's fencing record is gone"
+        elif epoch != lock.epoch:
+            lock.lost = (
+                "another coordinator took the run lock after this one's lock "
+                "session ended"
+            )
+        elif not holds:
+            lock.lost = (
+                "its PostgreSQL lock session ended (terminated, or the server "
+                "restarted), which released the run lock"
+            )
+    if lock.lost is not None:
+        raise lock.lost_error()
 
 
 def current_holder(conn: psycopg.Connection[Any], run: str) -> str | None:
@@ -177,10 +265,19 @@ def _unlock_quietly(conn: psycopg.Connection[Any], key: int) -> None:
         )
 
 
-def _record_holder(conn: psycopg.Connection[Any], run: str) -> None:
+def _record_holder(conn: psycopg.Connection[Any], run: str) -> int:
+    """Record who holds the lock and bump the run's fencing epoch; the epoch."""
     started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     try:
         with conn.transaction(), conn.cursor() as cur:
+            # Waits for a former holder's append in flight (it holds the row
+            # FOR SHARE); every append of that holder after this one fails.
+            row = cur.execute(
+                f"INSERT INTO {SCHEMA}.run_fences AS f (run, epoch) VALUES (%s, 1) "
+                "ON CONFLICT (run) DO UPDATE SET epoch = f.epoch + 1 "
+                "RETURNING epoch",
+                (run,),
+            ).fetchone()
             cur.execute(
                 f"INSERT INTO {SCHEMA}.run_locks (run, host, pid, started, "
                 "backend_pid) VALUES (%s, %s, %s, %s, pg_backend_pid()) "
@@ -191,3 +288,5 @@ def _record_holder(conn: psycopg.Connection[Any], run: str) -> None:
             )
     except psycopg.Error as exc:
         raise translate(exc, _where(conn, run), "recording the run lock") from exc
+    assert row is not None  # INSERT ... RETURNING returns its row
+    return int(row[0])

@@ -21,12 +21,14 @@ from typing import Any
 
 import psycopg
 
+from ledger.errors import Refused
 from ledger.postgres.advisory import AdvisoryRunLock, acquire_run_lock
 from ledger.postgres.schema import migrate, translate
 from ledger.postgres.store import PostgresStore
 from ledger.postgres.url import RunUrl
 from ledger.store.materialize import MaterializedInputs
 from ledger.store.port import (
+    LockPart,
     NewEvent,
     OpenRun,
     RowReader,
@@ -82,10 +84,16 @@ class PostgresHome:
             self.url, events=[first], stem=self.url.run, fill=fill
         ).close()
 
-    def open(self, *, lock_held: bool) -> OpenRun:
-        """A session that may append: the coordinator's, or a worker's (SC-4)."""
+    def open(self, *, lock_held: bool, lock: LockPart | None = None) -> OpenRun:
+        """A session that may append: the coordinator's, or a worker's (SC-4).
+
+        The coordinator's appends are fenced on its held advisory lock: once
+        that lock's session ended, its next append raises ``LockLost``.
+        """
         store = PostgresStore.open(self.url, writable=True)
         try:
+            if lock_held and isinstance(lock, AdvisoryLock):
+                store.fence_on(lock.advisory())
             files = StoreFiles(store, RunNames(store.stem()))
         except BaseException:
             store.close()
@@ -202,6 +210,26 @@ class AdvisoryLock:
             conn.close()
             raise
         self._conn = conn
+
+    def advisory(self) -> AdvisoryRunLock:
+        """The held advisory lock (its session, epoch and state)."""
+        if self._advisory is None:
+            raise Refused(f"the run lock for {self.url} is not held; acquire it first")
+        return self._advisory
+
+    def check(self) -> None:
+        """Raise ``LockLost`` once this process knows the lock session ended.
+
+        No round trip: a session terminated by the server is noticed by the
+        fenced append itself (``PostgresStore.fence_on``), in its transaction.
+        """
+        advisory = self._advisory
+        if advisory is None:
+            return
+        if advisory.lost is None and advisory.session_gone:
+            advisory.lost = "its PostgreSQL lock session was closed"
+        if advisory.lost is not None:
+            raise advisory.lost_error()
 
     def release(self) -> None:
         """Release the advisory lock and close its session (idempotent)."""

@@ -128,6 +128,17 @@ _RUN_FILES = (
         PRIMARY KEY (run, name))""",
     f'CREATE INDEX rows_by_place ON {SCHEMA}.rows (run, file, "offset")',
 )
+_RUN_FENCES = (
+    # SC-4: the run lock's fencing token. Each acquirer of a run's advisory
+    # lock bumps ``epoch`` (never reset: the row outlives its holders); each
+    # append of a coordinator reads it FOR SHARE in its own transaction and
+    # stops unless it is still the epoch it took, and its lock session still
+    # holds the lock. The bump waits for an append in flight, so no append of
+    # a holder that lost its lock commits after the next holder took it.
+    f"""CREATE TABLE {SCHEMA}.run_fences (
+        run TEXT PRIMARY KEY,
+        epoch BIGINT NOT NULL)""",
+)
 
 #: Named migrations, applied in order and recorded; never edit or reorder one.
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -137,6 +148,7 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("0004_releases_and_reservations", _RESERVATIONS),
     ("0005_run_locks", _RUN_LOCKS),
     ("0006_run_files", _RUN_FILES),
+    ("0007_run_fences", _RUN_FENCES),
 )
 PG_SCHEMA_VERSION = len(MIGRATIONS)
 

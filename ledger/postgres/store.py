@@ -25,7 +25,14 @@ from ledger.errors import (
     CorruptLedger,
     Refused,
 )
-from ledger.postgres.advisory import AdvisoryRunLock, acquire_run_lock, current_holder
+from ledger.postgres.advisory import (
+    FENCED_HEAD,
+    AdvisoryRunLock,
+    acquire_run_lock,
+    current_holder,
+    fence_check,
+    fenced_head_params,
+)
 from ledger.postgres.files import (
     StoreFilesMixin,
     insert_rows,
@@ -72,6 +79,19 @@ class PostgresStore(StoreReadingMixin, StoreFilesMixin):
         self.run = url.run
         self.path = str(url)  # where, in messages: the URL never holds a password
         self.writable = writable
+        #: The coordinator's run lock every append is fenced on (SC-4).
+        self._fence: AdvisoryRunLock | None = None
+
+    def fence_on(self, lock: AdvisoryRunLock) -> None:
+        """Fence every later append on ``lock``: a coordinator's store (SC-4).
+
+        Each append then checks, in its own transaction, that the run's
+        fencing epoch is still ``lock``'s and that its session still holds
+        the advisory lock; else it raises ``LockLost`` and appends nothing.
+        """
+        if lock.run != self.run:
+            raise Refused(f"the run lock held is for {lock.where}, not {self.path}")
+        self._fence = lock
 
     # -- opening -----------------------------------------------------------
 
@@ -306,6 +326,8 @@ class PostgresStore(StoreReadingMixin, StoreFilesMixin):
 
     def _lock_head(self, cur: psycopg.Cursor[Any]) -> tuple[int, bytes, int]:
         # SC-3: this row lock serializes every append to the run, on any node.
+        if self._fence is not None:
+            return self._lock_fenced_head(cur, self._fence)
         found = cur.execute(
             f"SELECT head_seq, head_hash, release_epoch FROM {SCHEMA}.runs "
             "WHERE run = %s FOR UPDATE",
@@ -317,6 +339,33 @@ class PostgresStore(StoreReadingMixin, StoreFilesMixin):
                 path=self.path,
             )
         return int(found[0]), bytes(found[1]), int(found[2])
+
+    def _lock_fenced_head(
+        self, cur: psycopg.Cursor[Any], lock: AdvisoryRunLock
+    ) -> tuple[int, bytes, int]:
+        # SC-4: the fence is read in the append's own transaction, with the
+        # head's row lock, so it cannot pass and then be overtaken.
+        if lock.lost is not None:
+            raise lock.lost_error()
+        found = cur.execute(FENCED_HEAD, fenced_head_params(lock)).fetchone()
+        if found is None:
+            self._lock_head_unfenced(cur)  # no such run: CorruptLedger
+            fence_check(lock, None, False)
+        assert found is not None
+        fence_check(lock, int(found[3]), bool(found[4]))
+        return int(found[0]), bytes(found[1]), int(found[2])
+
+    def _lock_head_unfenced(self, cur: psycopg.Cursor[Any]) -> None:
+        if (
+            cur.execute(
+                f"SELECT 1 FROM {SCHEMA}.runs WHERE run = %s", (self.run,)
+            ).fetchone()
+            is None
+        ):
+            raise CorruptLedger(
+                f"{self.path}: the run {self.run!r} is not in this database",
+                path=self.path,
+            )
 
     def save_snapshot(
         self,

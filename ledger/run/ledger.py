@@ -142,7 +142,10 @@ class Ledger(LogReader, RecordingMixin):
         home = home_for(out)
         if lock is not None:
             lock.require_for(home.target)
-        opened = home.open(lock_held=lock is not None)
+        opened = home.open(
+            lock_held=lock is not None,
+            lock=None if lock is None else lock.home_part,
+        )
         led = cls(
             home,
             opened,
@@ -176,6 +179,7 @@ class Ledger(LogReader, RecordingMixin):
             self.clock,
             coordinator=self.lock is not None,
             where=self.where,
+            fence=None if self.lock is None else self.lock.check,
         )
         self._recorder = Recorder(self._writer, self.files.names, self.clock)
         if self.folder is not None:  # rows written apart from their events
@@ -236,6 +240,7 @@ class Ledger(LogReader, RecordingMixin):
                 f"{self.where} is open without the run lock; open it with the "
                 "held RunLock to append"
             )
+        writer.check_lock()
         with writer.keeper.guard:
             self._store.save_snapshot(
                 seq, head_hash, code_version, policy_digest, state

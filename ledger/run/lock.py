@@ -71,6 +71,21 @@ class RunLock:
             raise
         return self
 
+    @property
+    def home_part(self) -> LockPart:
+        """The part of the run's own home (its store may fence appends on it)."""
+        return self._parts[0]
+
+    def check(self) -> None:
+        """Raise ``LockLost`` when a part this object took is known lost.
+
+        A writer calls it before each append: a lock file removed or replaced
+        under its holder, or a lock session that ended, stops it before it
+        writes anything (the holder must notice that it lost its lock).
+        """
+        for part in self._parts:
+            part.check()
+
     def release(self) -> None:
         """Release every lock this object holds (the lock files stay, EV-41)."""
         for part in reversed(self._parts):

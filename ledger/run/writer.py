@@ -56,6 +56,7 @@ class Writer:
         *,
         coordinator: bool,
         where: str,
+        fence: Callable[[], None] | None = None,
     ) -> None:
         self._store = store
         self._sink = sink
@@ -63,6 +64,8 @@ class Writer:
         self._clock = clock
         self._coordinator = coordinator
         self._where = where
+        #: Raises ``LockLost`` when the run lock is known lost (RunLock.check).
+        self._fence = fence
 
     def append(
         self,
@@ -74,6 +77,7 @@ class Writer:
     ) -> list[StoredEvent]:
         """Append ``bodies`` in one transaction (EV-11); returns them as stored."""
         self._refuse_for_worker(bodies)
+        self.check_lock()
         check = check or checked
         at = self._clock.now()  # one instant per transaction: its events land together
         make = tuple.__new__  # a NewEvent without its Python-level __new__ (P-2)
@@ -96,6 +100,7 @@ class Writer:
             return []
         if not self._coordinator:  # the coordinator may append anything (SC-4)
             self._refuse_for_worker([op.body for op in ops if op.body is not None])
+        self.check_lock()  # before any row is written (EV-12)
         at = self._clock.now()
         make = tuple.__new__  # a NewEvent without its Python-level __new__ (P-7)
 
@@ -113,6 +118,15 @@ class Writer:
         return [
             stored_from_row(row, body) for row, body in zip(rows, bodies, strict=True)
         ]
+
+    def check_lock(self) -> None:
+        """Raise ``LockLost`` when the run lock this writer holds is known lost.
+
+        Called before every append and commit (and a snapshot's save): a
+        holder that lost its lock stops before it writes anything.
+        """
+        if self._fence is not None:
+            self._fence()
 
     def _refuse_for_worker(self, bodies: Sequence[Event]) -> None:
         # SC-4: without the run lock a worker reserves, records and admits

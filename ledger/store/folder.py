@@ -17,7 +17,7 @@ from ledger.paths import RunPaths
 from ledger.store.file_lock import FileLock
 from ledger.store.file_sink import FileSink
 from ledger.store.materialize import MaterializedInputs
-from ledger.store.port import NewEvent, OpenRun
+from ledger.store.port import LockPart, NewEvent, OpenRun
 from ledger.store.run_files import FolderFiles
 from ledger.store.sqlite import SQLiteStore
 
@@ -106,7 +106,7 @@ class FolderHome:
                 f"could not create {db}: {exc.strerror}", path=db
             ) from exc
 
-    def open(self, *, lock_held: bool) -> OpenRun:
+    def open(self, *, lock_held: bool, lock: LockPart | None = None) -> OpenRun:
         """Open ``ledger.db``: read-write with the lock held, else read-only."""
         self._refuse_files_without_ledger()
         store = SQLiteStore.open(self.paths.db, writable=lock_held)

@@ -35,6 +35,7 @@ from ledger.store.memory_log import (
     runs,
 )
 from ledger.store.port import (
+    LockPart,
     NewEvent,
     OpenRun,
     RowReader,
@@ -108,7 +109,7 @@ class MemoryHome:
                 raise ConfigError(f"{self.where} exists already: this run was started")
             table[self.name] = run
 
-    def open(self, *, lock_held: bool) -> OpenRun:
+    def open(self, *, lock_held: bool, lock: LockPart | None = None) -> OpenRun:
         """The run's log, files and write path: a writer with the lock held."""
         store = MemoryStore.open(self.name, writable=lock_held)
         files = MemoryFiles(store, RunNames(self.name))
@@ -209,6 +210,9 @@ class MemoryLock:
         run = run_named(self._name)
         if run is not None:
             run.holder = f"pid {os.getpid()}"
+
+    def check(self) -> None:
+        """Nothing to check: only this process can take a lock kept in memory."""
 
     def release(self) -> None:
         """Release the lock (idempotent)."""

@@ -334,6 +334,15 @@ class LockPart(Protocol):
         """Take it, or raise ``LockHeld`` naming the holder."""
         ...
 
+    def check(self) -> None:
+        """Raise ``LockLost`` when this part, once taken, is known lost.
+
+        Cheap (a ``stat``, no round trip): a writer calls it before each
+        append. Where a lock can be lost without this process seeing it (a
+        PostgreSQL session), the home's store fences each append as well.
+        """
+        ...
+
     def release(self) -> None:
         """Release it (idempotent)."""
         ...
@@ -383,8 +392,12 @@ class RunHome(Protocol):
         """Create the run with its first event and inputs, whole or not at all."""
         ...
 
-    def open(self, *, lock_held: bool) -> OpenRun:
-        """Open the run: a writer with the lock held, else a reader (or worker)."""
+    def open(self, *, lock_held: bool, lock: LockPart | None = None) -> OpenRun:
+        """Open the run: a writer with the lock held, else a reader (or worker).
+
+        ``lock`` is the held part this home made (:meth:`lock_part`), for a
+        store that fences each append on it (a PostgreSQL run).
+        """
         ...
 
     def check_opened(self, opened: OpenRun) -> None:
