@@ -30,9 +30,21 @@ import pytest
 from click.testing import CliRunner
 
 from cli import main
-from tests.test_cli_support import ACTOR, CliRun, Templates, by_key, failed, templates
+from ledger import Ledger, LockLost, RunLock
+from projections import resume
+from tests.test_cli_support import (
+    ACTOR,
+    CliRun,
+    Templates,
+    by_key,
+    cli_run,
+    failed,
+    graded,
+    read_jsonl,
+    templates,
+)
 
-__all__ = ["templates"]
+__all__ = ["cli_run", "templates"]
 
 ROUNDS = int(os.environ.get("ROLLOUT_LEDGER_RACE_ROUNDS", "2"))
 SCRIPT = Path(sys.executable).parent / "rollout-ledger"
@@ -291,3 +303,82 @@ def test_ev_40_lock_held_names_the_holder_while_it_writes_its_line(
         os.close(fd)
     assert result.exit_code == 4
     assert "pid 4242 on host elsewhere" in result.stderr, result.stderr
+
+
+def reserved_keys(rows: list[Stored]) -> Counter[tuple[int, int, int]]:
+    """How often each (task, rollout, attempt) was reserved."""
+    found: Counter[tuple[int, int, int]] = Counter()
+    for row in rows:
+        if row[1] == "attempt_reserved":
+            body = msgspec.json.decode(row[4])
+            found[(body["task"], body["rollout"], body["attempt"])] += 1
+    return found
+
+
+def test_ev_40_a_removed_lock_file_lets_no_second_collector_in_and_stops_the_first(
+    cli_run: CliRun,
+) -> None:
+    """EV-40, R-2 (issue 18, "two owners"): with ``run.lock`` removed under a
+    collector, a second collector (the console script, another process) exits 4
+    naming it, the first stops before it appends anything more (exit 4 in the
+    CLI), and the run resumes cleanly afterwards: no attempt reserved twice, no
+    saved answer sampled again, ``verify`` passes."""
+    run = cli_run
+    lock = RunLock(run.out).acquire()
+    led = Ledger.open(run.out, lock=lock)
+    try:
+        plan = resume(led, run.config_data, run.servers_data).plan.dispatch
+        assert len(plan) >= 2
+        led.reserve_many(plan[:2])  # two attempts in flight
+        led.record({**plan[0], **graded()})  # one answer saved
+        saved = (plan[0]["_ng_task_index"], plan[0]["_ng_rollout_index"])
+        head, size = led.head(), run.out.stat().st_size
+        before = stored_events(run)
+
+        (run.ledger_dir / "run.lock").unlink()  # a cleanup script, an operator ...
+        config = [str(arg) for arg in run.config_args()]
+        second = subprocess.run(
+            [str(SCRIPT), "resume", str(run.out), *config,
+             "--plan-out", str(run.folder / "second.jsonl")],
+            capture_output=True, text=True, cwd=ROOT, timeout=120,
+        )  # fmt: skip
+        assert second.returncode == 4, second.stderr
+        assert f"held by pid {os.getpid()} on host " in second.stderr
+        assert "removed or replaced" in second.stderr
+        assert "Traceback" not in second.stderr
+        assert not (run.folder / "second.jsonl").exists()
+        assert stored_events(run) == before  # the refused collector wrote nothing
+
+        # The first collector notices before it writes its next row.
+        for _ in range(2):  # and stays stopped
+            with pytest.raises(LockLost, match=r"run\.lock was (removed|replaced)"):
+                led.record({**plan[1], **graded()})
+        with pytest.raises(LockLost):
+            led.reserve_many(plan[2:3])
+        assert led.head() == head
+        assert run.out.stat().st_size == size  # no row written either
+        assert stored_events(run) == before
+    finally:
+        led.close()
+        lock.release()
+
+    verified = subprocess.run(
+        [str(SCRIPT), "verify", str(run.out)],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert verified.returncode == 0, verified.stderr
+    resumed = subprocess.run(
+        [str(SCRIPT), "resume", str(run.out), *config,
+         "--plan-out", str(run.folder / "after.jsonl")],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    after = read_jsonl(run.folder / "after.jsonl")
+    assert after  # the attempts that never ran are dispatched again ...
+    keys = {(row["_ng_task_index"], row["_ng_rollout_index"]) for row in after}
+    assert saved not in keys  # ... the saved answer is not sampled again
+    rows = stored_events(run)
+    reserved = reserved_keys(rows)
+    assert sum(reserved.values()) == 2
+    assert max(reserved.values()) == 1  # no attempt reserved twice
+    assert [row[1] for row in rows].count("result_saved") == 1

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger import LedgerError, LockHeld, RunLock
+from ledger import LedgerError, LockHeld, LockLost, RunLock, doctor
 
 HOLD = textwrap.dedent(
     """
@@ -140,3 +140,69 @@ def test_ev_40_the_lock_creates_the_ledger_folder(tmp_path: Path) -> None:
     out = tmp_path / "deep" / "r.jsonl"
     with RunLock(out):
         assert (tmp_path / "deep" / "r_ledger" / "run.lock").is_file()
+
+
+# -- a lock file removed or replaced under its holder (issue 18, "two owners") --------
+
+
+def test_ev_40_a_removed_lock_file_still_refuses_a_second_owner(tmp_path: Path) -> None:
+    """EV-40: the holder locks the ledger folder too; a new lock file lets nobody in."""
+    out = tmp_path / "r.jsonl"
+    lock_file = tmp_path / "r_ledger" / "run.lock"
+    holder = start_holder(out)
+    try:
+        lock_file.unlink()
+        for attempt in range(2):  # the first refused owner left a new, empty file
+            with pytest.raises(LockHeld) as caught:
+                RunLock(out).acquire()
+            assert f"pid {holder.pid} on host " in str(caught.value), attempt
+            assert "removed or replaced" in str(caught.value)
+            assert "that collector stops before it appends again" in str(caught.value)
+            assert lock_file.read_bytes() == b""  # a refused owner writes no line
+        # doctor names the holder and what happened to its file
+        check = {c.name: c for c in doctor(out).checks}["run lock"]
+        assert not check.ok
+        assert f"held by pid {holder.pid} on this host" in check.detail
+        assert "removed or replaced" in check.detail
+    finally:
+        holder.kill()
+        holder.communicate()
+    with RunLock(out) as lock:  # its holder gone, the run is free again
+        assert lock.held
+        assert f"pid {os.getpid()}" in lock_file.read_text()
+    assert {c.name: c for c in doctor(out).checks}["run lock"].ok
+
+
+@pytest.mark.parametrize("how", ["removed", "replaced"])
+def test_ev_40_a_holder_notices_its_lock_file_went_and_stays_stopped(
+    tmp_path: Path, how: str
+) -> None:
+    """EV-40: ``check`` compares the path with the held file; once lost, lost."""
+    out = tmp_path / "r.jsonl"
+    lock_file = tmp_path / "r_ledger" / "run.lock"
+    with RunLock(out) as lock:
+        lock.check()  # held and in place: nothing to say
+        if how == "removed":
+            lock_file.unlink()
+        else:
+            other = tmp_path / "r_ledger" / "other"
+            other.write_text("pid 1 on host elsewhere since 2026-01-01T00:00:00Z\n")
+            os.replace(other, lock_file)
+        with pytest.raises(LockLost) as caught:
+            lock.check()
+        message = str(caught.value)
+        assert f"its lock file {lock_file} was {how}" in message
+        assert "appended nothing more" in message
+        assert "rollout-ledger resume" in message
+        assert caught.value.exit_code == 4
+        with pytest.raises(LockHeld, match="do not nest"):  # still its folder's
+            RunLock(out).acquire()
+        # A file put back in its place is not the file this holder locked.
+        if how == "removed":
+            lock_file.write_text("")
+        with pytest.raises(LockLost):
+            lock.check()
+    # Released, the lock is taken again, on the file now in place.
+    with RunLock(out) as again:
+        again.check()
+        assert f"pid {os.getpid()}" in lock_file.read_text()

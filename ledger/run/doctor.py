@@ -159,8 +159,30 @@ def _alive(holder: str) -> str:
     return " (alive)"
 
 
+def _orphaned(lock: Path) -> Check | None:
+    """The run folder locked, its lock file not: the file went under its holder."""
+    try:
+        folder = _flock_holders(lock.parent)
+        held_file = _flock_holders(lock) if os.path.lexists(lock) else []
+    except OSError:
+        return None
+    if not folder or held_file is None or held_file:
+        return None
+    pids = ", ".join(f"pid {pid}" for pid in folder)
+    return Check(
+        "run lock",
+        False,
+        f"held by {pids} on this host, but its lock file {lock} was removed or "
+        "replaced under it: that collector stops before it appends again; once "
+        "it has ended, `rollout-ledger resume` makes the lock file again",
+    )
+
+
 def lock_holder_check(lock: Path) -> Check:
     """Who holds the run lock, if anyone, and whether that process is alive."""
+    orphaned = _orphaned(lock)
+    if orphaned is not None:
+        return orphaned
     try:
         kind = not_regular(os.stat(lock).st_mode)
     except FileNotFoundError:
