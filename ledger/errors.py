@@ -102,7 +102,7 @@ class LockLost(LedgerError):
         #: What happened to the lock, in plain words.
         self.what = what
         super().__init__(
-            f"this collector stopped: {what}, so it no longer owns the run and "
+            f"{what}: this process no longer owns the run, so it stopped and "
             f"appended nothing more; {advice}"
         )
 

@@ -191,7 +191,9 @@ def test_ev_40_a_holder_notices_its_lock_file_went_and_stays_stopped(
         with pytest.raises(LockLost) as caught:
             lock.check()
         message = str(caught.value)
-        assert f"its lock file {lock_file} was {how}" in message
+        assert f"the lock file {lock_file} was {how} while this process held" in (
+            message
+        )
         assert "appended nothing more" in message
         assert "rollout-ledger resume" in message
         assert caught.value.exit_code == 4

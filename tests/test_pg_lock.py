@@ -87,7 +87,7 @@ def test_sc_4_a_terminated_lock_session_stops_the_coordinator_before_it_appends(
 
     # The holder's next appends raise, and append nothing: a row, a
     # reservation, an operator's event.
-    with pytest.raises(LockLost, match="lock session ended") as caught:
+    with pytest.raises(LockLost, match="session holding the run lock ended") as caught:
         led.record(outcome_of(plan[1], seed=5, fail_share=0.0))
     assert caught.value.exit_code == 4
     assert "appended nothing more" in str(caught.value)

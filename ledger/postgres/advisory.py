@@ -96,7 +96,7 @@ class AdvisoryRunLock:
         """The ``LockLost`` of this holder (``lost`` must be set)."""
         return LockLost(
             self.where,
-            what=self.lost or "its PostgreSQL lock session ended",
+            what=self.lost or "the PostgreSQL session holding the run lock ended",
             advice="check that no other coordinator runs (`rollout-ledger doctor "
             "URL` names the holder), then continue with `rollout-ledger resume "
             "URL`; workers may keep recording what was released",
@@ -197,7 +197,7 @@ def fence_check(lock: AdvisoryRunLock, epoch: int | None, holds: bool) -> None:
     """
     if lock.lost is None:
         if epoch is None:
-            lock.lost = "the run lock's fencing record is gone"
+            lock.lost = "the run lock's fencing record was deleted"
         elif epoch != lock.epoch:
             lock.lost = (
                 "another coordinator took the run lock after this one's lock "
@@ -205,8 +205,8 @@ def fence_check(lock: AdvisoryRunLock, epoch: int | None, holds: bool) -> None:
             )
         elif not holds:
             lock.lost = (
-                "its PostgreSQL lock session ended (terminated, or the server "
-                "restarted), which released the run lock"
+                "the PostgreSQL session holding the run lock ended (terminated, "
+                "or the server restarted), which released the lock"
             )
     if lock.lost is not None:
         raise lock.lost_error()

@@ -227,7 +227,7 @@ class AdvisoryLock:
         if advisory is None:
             return
         if advisory.lost is None and advisory.session_gone:
-            advisory.lost = "its PostgreSQL lock session was closed"
+            advisory.lost = "the PostgreSQL session holding the run lock was closed"
         if advisory.lost is not None:
             raise advisory.lost_error()
 

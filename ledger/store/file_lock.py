@@ -221,11 +221,11 @@ def _lost_file(path: Path, key: tuple[int, int]) -> str | None:
     try:
         info = os.stat(path, follow_symlinks=False)
     except FileNotFoundError:
-        return f"its lock file {path} was removed"
+        return f"the lock file {path} was removed while this process held it"
     except OSError as exc:
-        return f"its lock file {path} could not be checked ({exc.strerror})"
+        return f"the lock file {path} could not be checked ({exc.strerror})"
     if (info.st_dev, info.st_ino) != key:
-        return f"its lock file {path} was replaced by another file"
+        return f"the lock file {path} was replaced while this process held it"
     return None
 
 
