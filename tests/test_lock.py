@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -208,3 +211,30 @@ def test_ev_40_a_holder_notices_its_lock_file_went_and_stays_stopped(
     with RunLock(out) as again:
         again.check()
         assert f"pid {os.getpid()}" in lock_file.read_text()
+
+
+def test_ev_42_where_a_folder_cannot_be_locked_the_file_lock_and_its_check_remain(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """EV-42: NFS emulates flock with byte-range locks, which a folder cannot take
+    (EBADF): the lock is still taken on the file, the holder still stops when the
+    file goes, and ``doctor`` says what is missing."""
+    real = fcntl.flock
+    refused: list[int] = []
+
+    def nfs_like(fd: int, operation: int) -> None:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            refused.append(fd)
+            raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+        real(fd, operation)
+
+    monkeypatch.setattr(fcntl, "flock", nfs_like)
+    out = tmp_path / "r.jsonl"
+    with RunLock(out) as lock:
+        assert refused  # the folder was tried, and its refusal tolerated
+        (tmp_path / "r_ledger" / "run.lock").unlink()
+        with pytest.raises(LockLost, match="was removed"):
+            lock.check()
+    check = doctor(out).checks[0]
+    assert check.ok  # files are locked across processes here ...
+    assert "a folder cannot be locked here" in check.detail  # ... folders are not

@@ -74,7 +74,29 @@ def flock_check(folder: Path) -> Check:
         else f"a second process saw {while_held!r} while held, {after!r} after: "
         "flock is not enforced here, so two collectors could own one run"
     )
+    if ok and not _folder_flock_holds(folder):
+        detail += (
+            "; a folder cannot be locked here, so with run.lock removed a second "
+            "collector could start before the holder notices and stops"
+        )
     return Check("flock across processes", ok, detail)
+
+
+def _folder_flock_holds(folder: Path) -> bool:
+    """Whether a folder's ``flock`` refuses a second process (the run lock's second
+    half: it keeps a removed ``run.lock`` from letting another owner in)."""
+    import fcntl
+
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".doctor-") as probe:
+        fd = os.open(probe, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False
+        try:
+            return _probe("flock", probe) == "blocked"
+        finally:
+            os.close(fd)
 
 
 def filesystem_type(path: Path) -> tuple[str, str]:

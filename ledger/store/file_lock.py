@@ -241,9 +241,10 @@ def _open_folder(folder: Path) -> int:
 
 #: A folder ``flock`` refused for a reason other than another holder: NFS
 #: emulates ``flock`` with byte-range locks, which a folder (open read-only)
-#: cannot take. The lock file alone then excludes, as before.
+#: cannot take. The lock file alone then excludes, and the holder's check
+#: still stops it at its next append (``doctor`` says so).
 _FOLDER_LOCK_UNSUPPORTED = frozenset(
-    {errno.EBADF, errno.EINVAL, errno.ENOLCK, errno.EOPNOTSUPP}
+    {errno.EBADF, errno.EINVAL, errno.EISDIR, errno.ENOLCK, errno.EOPNOTSUPP}
 )
 
 
