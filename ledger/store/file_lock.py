@@ -156,7 +156,7 @@ class FileLock:
                 pids = _folder_holders(folder_info)
                 raise LockHeld(
                     self.path,
-                    holder=_pids_on_this_host(pids),
+                    holder=_pids_on_this_host(pids) or "another process",
                     detail=f"its lock file was removed or replaced while it held "
                     f"{self.path.parent}; that collector stops before it appends "
                     "again",
