@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from ledger import LedgerError, LockHeld, LockLost, RunLock, doctor
+from ledger import Ledger, LedgerError, LockHeld, LockLost, RunLock, RunManifest, doctor
+from tests.test_identity import nemo_configuration
 
 HOLD = textwrap.dedent(
     """
@@ -238,3 +239,15 @@ def test_ev_42_where_a_folder_cannot_be_locked_the_file_lock_and_its_check_remai
     check = doctor(out).checks[0]
     assert check.ok  # files are locked across processes here ...
     assert "a folder cannot be locked here" in check.detail  # ... folders are not
+
+
+def test_ev_40_create_under_a_lost_lock_creates_nothing(tmp_path: Path) -> None:
+    """EV-40: a holder that lost its lock file before the run exists makes no run."""
+    config, global_config, rows = nemo_configuration()
+    manifest = RunManifest.create(None, rows, config, global_config)
+    out = tmp_path / "r.jsonl"
+    with RunLock(out) as lock:
+        (tmp_path / "r_ledger" / "run.lock").unlink()
+        with pytest.raises(LockLost, match="was removed"):
+            Ledger.create(out, manifest, rows, lock=lock)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["r_ledger"]

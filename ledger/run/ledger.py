@@ -100,6 +100,7 @@ class Ledger(LogReader, RecordingMixin):
         """
         home = home_for(out)
         lock.require_for(home.target)
+        lock.check()  # a lock lost before the run exists: create nothing
         home.refuse_existing()
         inputs = materialize(rows)
         if inputs.digest != manifest.materialized_digest:
