@@ -174,7 +174,6 @@ def test_ev_40_a_removed_lock_file_still_refuses_a_second_owner(tmp_path: Path) 
     with RunLock(out) as lock:  # its holder gone, the run is free again
         assert lock.held
         assert f"pid {os.getpid()}" in lock_file.read_text()
-    assert {c.name: c for c in doctor(out).checks}["run lock"].ok
 
 
 @pytest.mark.parametrize("how", ["removed", "replaced"])
