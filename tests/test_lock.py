@@ -15,7 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from ledger import Ledger, LedgerError, LockHeld, LockLost, RunLock, RunManifest, doctor
+from ledger import (
+    Ledger,
+    LedgerError,
+    LockHeld,
+    LockLost,
+    Refused,
+    RunLock,
+    RunManifest,
+    doctor,
+)
+from ledger.events import FailureBudgetReset
 from tests.test_identity import nemo_configuration
 
 HOLD = textwrap.dedent(
@@ -250,3 +260,17 @@ def test_ev_40_create_under_a_lost_lock_creates_nothing(tmp_path: Path) -> None:
         with pytest.raises(LockLost, match="was removed"):
             Ledger.create(out, manifest, rows, lock=lock)
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["r_ledger"]
+
+
+def test_ev_40_a_writer_whose_lock_was_released_appends_nothing(tmp_path: Path) -> None:
+    """EV-40: appends need the lock held; a released one refuses them (exit 3)."""
+    config, global_config, rows = nemo_configuration()
+    manifest = RunManifest.create(None, rows, config, global_config)
+    out = tmp_path / "r.jsonl"
+    lock = RunLock(out).acquire()
+    with Ledger.create(out, manifest, rows, lock=lock) as led:
+        lock.release()
+        head = led.head()
+        with pytest.raises(Refused, match="was released"):
+            led.append(FailureBudgetReset(excluded_lines=0, before_seq=1, reason="x"))
+        assert led.head() == head

@@ -196,7 +196,9 @@ def fence_check(lock: AdvisoryRunLock, epoch: int | None, holds: bool) -> None:
     transaction (``epoch`` ``None``: no fence row). Once lost, always lost.
     """
     if lock.lost is None:
-        if epoch is None:
+        if not lock.held:
+            lock.lost = "this process released the run lock"
+        elif epoch is None:
             lock.lost = "the run lock's fencing record was deleted"
         elif epoch != lock.epoch:
             lock.lost = (

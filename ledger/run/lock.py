@@ -83,6 +83,11 @@ class RunLock:
         under its holder, or a lock session that ended, stops it before it
         writes anything (the holder must notice that it lost its lock).
         """
+        if not self.held:
+            raise Refused(
+                f"the RunLock for {self.target} was released; appends need it "
+                "held: acquire it and open the run again"
+            )
         for part in self._parts:
             part.check()
 
