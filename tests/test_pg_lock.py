@@ -235,3 +235,17 @@ def test_sc_4_the_fence_is_atomic_with_the_append_a_new_holder_waits_for_it(
             assert epoch == (lock.epoch + 1,)
         finally:
             taken[0].release()
+
+
+def test_sc_4_a_deleted_fencing_record_stops_the_coordinator(
+    pg_run: PgRun, pg_admin: Admin
+) -> None:
+    """Without its fencing row no append can prove it holds the lock: none lands."""
+    led, plan = in_flight(pg_run)
+    head = led.head()
+    pg_admin.execute(
+        f"DELETE FROM {SCHEMA}.run_fences WHERE run = %s", (run_name(pg_run.url),)
+    )
+    with pytest.raises(LockLost, match="fencing record was deleted"):
+        led.record(outcome_of(plan[1], seed=5, fail_share=0.0))
+    assert led.head() == head

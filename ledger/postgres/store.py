@@ -349,19 +349,18 @@ class PostgresStore(StoreReadingMixin, StoreFilesMixin):
             raise lock.lost_error()
         found = cur.execute(FENCED_HEAD, fenced_head_params(lock)).fetchone()
         if found is None:
-            self._lock_head_unfenced(cur)  # no such run: CorruptLedger
-            fence_check(lock, None, False)
-        assert found is not None
-        fence_check(lock, int(found[3]), bool(found[4]))
+            self._require_run_row(cur)  # no such run: CorruptLedger
+        fence_check(
+            lock,
+            None if found is None else int(found[3]),
+            found is not None and bool(found[4]),
+        )
+        assert found is not None  # without its row, fence_check raised
         return int(found[0]), bytes(found[1]), int(found[2])
 
-    def _lock_head_unfenced(self, cur: psycopg.Cursor[Any]) -> None:
-        if (
-            cur.execute(
-                f"SELECT 1 FROM {SCHEMA}.runs WHERE run = %s", (self.run,)
-            ).fetchone()
-            is None
-        ):
+    def _require_run_row(self, cur: psycopg.Cursor[Any]) -> None:
+        found = cur.execute(f"SELECT 1 FROM {SCHEMA}.runs WHERE run = %s", (self.run,))
+        if found.fetchone() is None:
             raise CorruptLedger(
                 f"{self.path}: the run {self.run!r} is not in this database",
                 path=self.path,
