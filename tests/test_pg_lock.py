@@ -52,12 +52,18 @@ def terminate_lock_session(admin: Admin, url: str) -> int:
         (run_name(url),),
     ).fetchone()
     assert found is not None
-    # The second argument waits (up to 30 s) until the backend has exited.
-    ended = admin.execute(
-        "SELECT pg_terminate_backend(%s, 30000)", (found[0],)
-    ).fetchone()
+    pid = int(found[0])
+    ended = admin.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()
     assert ended == (True,)
-    return int(found[0])
+    # The signal is asynchronous: wait until the backend has exited (and with
+    # it, released the lock), as any server version reports it.
+    deadline = time.monotonic() + 60
+    while admin.execute(
+        "SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)
+    ).fetchone():
+        assert time.monotonic() < deadline, "the terminated session stayed"
+        time.sleep(0.01)
+    return pid
 
 
 def lock_check(url: str) -> str:
