@@ -158,7 +158,7 @@ class Recorder:
         return Prepared(body, result=attempt[2])
 
     def attempt_named(self, row: object) -> Attempt:
-        """The attempt a row names: its key and attempt (the released one by default)."""
+        """The attempt a row names (by default its key's released attempt)."""
         target = _mutable(row)
         self._check_run_id(target)
         task, rollout = self._key(target)
