@@ -19,6 +19,7 @@ from ledger.errors import (
     ConfigError,
     CorruptLedger,
     Refused,
+    StorageError,
 )
 from ledger.events import ZERO_HASH
 from ledger.store.chain import chained_rows
@@ -393,6 +394,32 @@ class SQLiteStore:
         """The database's journal mode (``wal`` or ``delete``)."""
         with self._guard("reading the journal mode"):
             return str(self._conn.execute("PRAGMA journal_mode").fetchone()[0])
+
+    def finish(self) -> None:
+        """Checkpoint the whole WAL into the file, check the file, close (creating).
+
+        For a database built aside and renamed into place: a checkpoint that
+        copies less than the whole log (a full disk) or a file that does not
+        check whole raises, and nothing may be renamed then.
+        """
+        with self._guard("checkpointing"):
+            busy, log, copied = self._conn.execute(
+                "PRAGMA wal_checkpoint(TRUNCATE)"
+            ).fetchone()
+        if busy or log != copied:
+            raise StorageError(
+                f"{self.path}: the checkpoint copied {copied} of {log} pages of "
+                "its write-ahead log" + (" (the database was busy)" if busy else ""),
+                path=self.path,
+            )
+        with self._guard("checking the database"):
+            found = [row[0] for row in self._conn.execute("PRAGMA integrity_check")]
+        if found != ["ok"]:
+            raise StorageError(
+                f"{self.path} does not check whole after writing it: {found[0]}",
+                path=self.path,
+            )
+        self.close()
 
     def close(self) -> None:
         """Close the connection (idempotent)."""

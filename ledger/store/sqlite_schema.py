@@ -70,6 +70,12 @@ def translate(exc: sqlite3.Error, path: Path, doing: str) -> LedgerError:
         )
     if isinstance(exc, sqlite3.DatabaseError) and "not a database" in str(exc):
         return CorruptLedger(f"{path} is not an SQLite database ({exc})", path=path)
+    if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+        return StorageError(
+            f"no space left on device for {path} (while {doing}): the disk is "
+            "full; free space on that disk, then run the command again",
+            path=path,
+        )
     if "locked" in str(exc) or "busy" in str(exc):
         return StorageError(
             f"{path} is busy while {doing}: {exc}; try again", path=path
