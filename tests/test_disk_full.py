@@ -26,7 +26,7 @@ from projections import verify
 from tests.conftest import input_rows
 from tests.internals import SQLiteStore
 from tests.small_disk import fill, free, small_disk
-from tests.test_cli_support import ACTOR, CliRun, graded, read_jsonl
+from tests.test_cli_support import ACTOR, CliRun, graded, read_jsonl, write_jsonl
 from tests.test_legacy_import import lines, make_run, result
 
 KIB = 2048
@@ -218,3 +218,32 @@ def test_ev_12_a_full_disk_writing_and_closing_a_collector_file(disk: Path) -> N
         led.record(dict(row))
         assert list(verify(led)) == []
     assert len(read_jsonl(run.out)) == 1
+
+
+def test_cli_5_record_on_a_disk_that_fills_after_its_reservations(
+    disk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CLI-5, EV-12: the rows find no room: exit 5 naming OUT; the rerun records all.
+
+    The reservations were committed before any row, so nothing is stuck:
+    ``record`` run again once space is freed records each row once.
+    """
+    run = CliRun(made(disk / "run"))
+    run.create()
+    _, plan = run.resume()
+    rows = [{**row, **graded()} for row in plan[:3]]
+    path = write_jsonl(run.folder / "outcomes.jsonl", rows)
+    calls = fill_after_first_append(monkeypatch, disk)
+    failed = invoke(run, "record", run.out, path)
+    assert calls == [3]  # the three reservations, then the disk was full
+    assert_plain_full_disk(failed, run.out)
+    monkeypatch.undo()
+    free(disk)
+    again = invoke(run, "record", run.out, path)
+    assert again.exit_code == 0, again.output
+    assert verified(run.out) == []
+    with Ledger.open(run.out) as led:
+        kinds = [e.kind for e in led.events() if e.actor != "resume"]
+    assert kinds.count("attempt_reserved") == 3
+    assert kinds.count("result_saved") == 3
+    assert len(read_jsonl(run.out)) == 3

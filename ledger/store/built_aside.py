@@ -51,8 +51,8 @@ def built_aside(
         store.close()
         discard(building)
         raise StorageError(
-            f"could not create {target}: {exc}; the half-made database was "
-            "removed, so running the command again starts afresh",
+            f"could not create {target} (the half-made database was removed, "
+            f"so nothing is left to clear): {exc}",
             path=target,
         ) from exc
     except BaseException:

@@ -92,8 +92,8 @@ class FileSink:
             path = self.folder / file
             self._broken = (
                 f"writing rows to {path} failed: {_plain(exc)}; this writer stops. "
-                f"{_advice(exc)}, then run the command again: it records the rows "
-                "already written once"
+                f"{_advice(exc)}, then run the command again: rows already "
+                "written are recorded then, none twice"
             )
             raise StorageError(self._broken, path=path) from exc
 
@@ -126,8 +126,8 @@ class FileSink:
             path = self.folder / failed[0]
             raise StorageError(
                 f"closing {path} failed: {_plain(failed[1])}. {_advice(failed[1])}, "
-                "then open the run again (any command that writes): it records "
-                "the rows already written once",
+                "then run the command again: rows already written are recorded "
+                "then, none twice",
                 path=path,
             ) from failed[1]
 
