@@ -12,6 +12,7 @@ behind, and that the same command succeeds once space is freed, after which
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -247,3 +248,34 @@ def test_cli_5_record_on_a_disk_that_fills_after_its_reservations(
     assert kinds.count("attempt_reserved") == 3
     assert kinds.count("result_saved") == 3
     assert len(read_jsonl(run.out)) == 3
+
+
+def test_ev_10_create_on_a_disk_full_at_every_step_leaves_nothing(
+    disk: Path,
+) -> None:
+    """CLI-2, EV-10: whatever step finds the disk full, no half-made ledger stays.
+
+    The free space grows one block at a time from none until ``create``
+    succeeds; each failure is exit 5 with a plain message naming a path of
+    the run, leaves no ``ledger.db`` (nor ``.creating``, ``-wal``, ``-shm``),
+    and the run can then be created.
+    """
+    failures = 0
+    for blocks in range(64):
+        folder = made(disk / f"run{blocks}")
+        run = CliRun(folder)
+        fill(disk, leave=blocks * 4096)
+        done = invoke(
+            run, "create", run.out, "--inputs", run.inputs, *run.config_args()
+        )
+        free(disk)
+        if done.exit_code == 0:
+            break
+        failures += 1
+        assert_plain_full_disk(done, folder)
+        assert leftovers(folder) == []
+        shutil.rmtree(folder)
+    else:
+        pytest.fail("create never found room in 64 blocks")
+    assert failures > 3  # lock, inputs, schema and checkpoint each found no room
+    assert verified(run.out) == []

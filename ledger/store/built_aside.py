@@ -42,23 +42,28 @@ def built_aside(
     """
     building = target.with_name(target.name + suffix)
     discard(building)
-    store = SQLiteStore.create(building, journal_mode=journal_mode)
+    store: SQLiteStore | None = None
     try:
+        store = SQLiteStore.create(building, journal_mode=journal_mode)
         yield store
         store.finish()
         _move(building, target)
     except StorageError as exc:
-        store.close()
-        discard(building)
+        _give_up(store, building)
         raise StorageError(
             f"could not create {target} (the half-made database was removed, "
             f"so nothing is left to clear): {exc}",
             path=target,
         ) from exc
     except BaseException:
-        store.close()
-        discard(building)
+        _give_up(store, building)
         raise
+
+
+def _give_up(store: SQLiteStore | None, building: Path) -> None:
+    if store is not None:
+        store.close()
+    discard(building)
 
 
 def _move(building: Path, target: Path) -> None:

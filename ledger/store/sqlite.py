@@ -77,9 +77,13 @@ class SQLiteStore:
         if path.exists():
             raise Refused(f"{path} exists already")
         store = cls._connect(path, writable=True)
-        with store._guard("creating the schema"):
-            store._conn.execute(f"PRAGMA journal_mode={journal_mode}")
-            store._migrate()
+        try:
+            with store._guard("creating the schema"):
+                store._conn.execute(f"PRAGMA journal_mode={journal_mode}")
+                store._migrate()
+        except BaseException:
+            store.close()  # the caller removes the half-made file
+            raise
         return store
 
     @classmethod
