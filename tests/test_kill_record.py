@@ -20,9 +20,10 @@ import pytest
 
 from ledger import Ledger, RunLock, StorageError
 from projections import verify
-from tests.internals import SQLiteStore
+from tests.internals import FileSink, SQLiteStore
 from tests.test_cli_support import (
     CliRun,
+    by_key,
     cli_run,
     failed,
     graded,
@@ -273,3 +274,55 @@ def test_cli_5_out_not_writable_after_the_sidecar_rows(cli_run: CliRun) -> None:
     again = cli_run.invoke("record", cli_run.out, path)
     assert again.exit_code == 0, again.stderr
     assert_each_recorded_once(cli_run, rows)
+
+
+@pytest.mark.parametrize("failing", ["rows", "commit"])
+def test_cli_5_a_rejudgment_that_fails_after_its_admission_is_saved_once(
+    cli_run: CliRun, monkeypatch: pytest.MonkeyPatch, failing: str
+) -> None:
+    """REC-30, EV-12: the admission commits first; its row is saved once after all.
+
+    With the row written and its event not (``commit``), the next open saves
+    it (actor ``repair``) and ``record`` run again skips it; with no row
+    written (``rows``), ``record`` run again saves it under the open admission.
+    """
+    cli_run.collect(by_key({(0, 1): failed("judge_failed", answer=True)}))
+    _, plan = cli_run.resume()
+    item = next(line["rejudge"] for line in plan if "rejudge" in line)
+    key = {k: item[k] for k in ("task", "rollout", "attempt")}
+    path = write_jsonl(
+        cli_run.folder / "judged.jsonl", [{"_ng_rejudgment": key, **graded(0.5)}]
+    )
+    append = SQLiteStore.append_many
+    calls = [0]
+
+    def full_disk(self: SQLiteStore, *args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == 2:  # the admission went in; the judgment's event does not
+            raise StorageError("database or disk is full", path=self.path)
+        return append(self, *args, **kwargs)
+
+    def no_room(self: FileSink, *args: Any) -> None:
+        raise StorageError("no space left on device", path=self.folder)
+
+    if failing == "commit":
+        monkeypatch.setattr(SQLiteStore, "append_many", full_disk)
+    else:
+        monkeypatch.setattr(FileSink, "_write_durably", no_room)
+    assert cli_run.invoke("record", cli_run.out, path).exit_code == 5
+    monkeypatch.undo()
+    again = cli_run.invoke("record", cli_run.out, path)
+    assert again.exit_code == 0, again.stderr
+    with Ledger.open(cli_run.out) as led:
+        assert verify(led) == []
+        kinds = Counter(e.kind for e in led.events())
+        saved = [e for e in led.events() if e.kind == "judge_outcome_saved"]
+    assert kinds["judge_admitted"] == 1
+    assert kinds["judge_outcome_saved"] == 1
+    if failing == "commit":  # the row went out; the open recorded it
+        assert saved[0].actor == "repair"
+        assert "1 rows were recorded already, skipped" in again.stdout
+    else:
+        assert saved[0].actor == "collector"
+        assert "1 re-judgments (0 attempts reserved)" in again.stdout
+    cli_run.ok("check", cli_run.out)
