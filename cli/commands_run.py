@@ -205,10 +205,11 @@ _RECORDED = {
 def record(out: Path, rows_file: Path) -> None:
     """Record the outcome rows of a plan file's collector (CLI-5).
 
-    Each row names a released attempt of this run (reserved and recorded in
-    one transaction) or carries _ng_rejudgment: {task, rollout, attempt} of a
-    released re-judgment (admitted and saved). A row that fits neither is
-    refused with its line number, and nothing of the file is recorded.
+    Each row names a released attempt of this run (reserved, then recorded)
+    or carries _ng_rejudgment: {task, rollout, attempt} of a released
+    re-judgment (admitted, then saved). A row that fits neither is refused
+    with its line number, and nothing of the file is recorded. Run it again
+    after an interruption: rows already recorded are skipped.
 
     \b
     Example:
@@ -219,7 +220,9 @@ def record(out: Path, rows_file: Path) -> None:
     recorded = projections.record_outcomes(out, rows_file, clock=run_clock())
     counts = recorded.counts
     parts = [f"{counts.get(kind, 0)} {name}" for kind, name in _RECORDED.items()]
+    skipped = counts.get("already_recorded", 0)
     click.echo(
-        f"recorded {recorded.rows} rows: {', '.join(parts)} "
+        f"recorded {recorded.rows - skipped} rows: {', '.join(parts)} "
         f"({counts.get('attempt_reserved', 0)} attempts reserved)"
+        + (f"; {skipped} rows were recorded already, skipped" if skipped else "")
     )

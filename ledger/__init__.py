@@ -15,9 +15,10 @@ What the commands call, one function each: ``open_run`` (a run opened
 read-only, or as its writer under the lock), ``doctor`` (the environment
 checks, a ``DoctorReport``), ``copy_to_files`` and ``copy_into_store`` (a run
 copied to its other home, a ``CopiedRun``), ``read_plan_rows`` and
-``record_plan_rows`` (a plan file's outcome rows, recorded in one
-transaction); with the values they use, ``RunPaths`` (the files of one run)
-and ``ImportReport`` (what ``import_legacy_run`` recorded).
+``record_plan_rows`` (a plan file's outcome rows: their reservations
+committed first, then the rows and their events); with the values they
+use, ``RunPaths`` (the files of one run) and ``ImportReport`` (what
+``import_legacy_run`` recorded).
 """
 
 from ledger import events

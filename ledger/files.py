@@ -9,6 +9,7 @@ fsynced so the rename itself survives a power loss.
 from __future__ import annotations
 
 import contextlib
+import errno
 import math
 import os
 import secrets
@@ -177,9 +178,10 @@ def atomic_replace(path: Path | str, data: bytes, mode: int | None = None) -> No
         fsync_dir(folder)
     except OSError as exc:
         _remove_quietly(tmp)  # its folder may be what failed: never mask exc
-        raise StorageError(
-            f"could not write {target}: {exc.strerror or exc}", path=target
-        ) from exc
+        said = str(exc.strerror or exc)
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            said += "; free space on that disk, then run the command again"
+        raise StorageError(f"could not write {target}: {said}", path=target) from exc
     except BaseException:
         _remove_quietly(tmp)
         raise

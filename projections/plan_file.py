@@ -3,8 +3,9 @@
 A collector that cannot call the Python API runs a plan file that ``resume``
 writes: the rows to dispatch, each stamped with its attempt, then one
 ``{"rejudge": {...}}`` line per released re-judgment. It hands back its
-outcome rows, which ``record_outcomes`` reserves and records in one
-transaction (``ledger.record_plan_rows``) before republishing.
+outcome rows, which ``record_outcomes`` reserves (committed first) and
+records (``ledger.record_plan_rows``) before republishing; run again after an
+interruption, it records what is missing and skips what is recorded.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ class RecordedOutcomes(msgspec.Struct, frozen=True):
     """How many rows a plan file's outcomes held, and the events they became."""
 
     rows: int
-    #: Events appended, by kind (``attempt_reserved``, ``result_saved``, ...).
+    #: Events appended, by kind (``attempt_reserved``, ``result_saved``, ...),
+    #: and ``already_recorded``: rows skipped because their attempt has its outcome.
     counts: dict[str, int]
 
 

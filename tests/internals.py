@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     import ledger.identity.registries as registries
     import ledger.legacy.importer as legacy_importer
     import ledger.rows.rules as rules
+    import ledger.store.built_aside as built_aside
     import projections.replan as replan_module
     import projections.results as results_module
     from cli.commands_import import _progress_bar, import_
@@ -207,6 +208,7 @@ __all__ = [
     "acquire_run_lock",
     "added_at_default",
     "apply",
+    "built_aside",
     "calls_span",
     "calls_summary",
     "canonical_json",

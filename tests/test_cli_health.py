@@ -58,7 +58,7 @@ def test_cli_9_verify_is_5_with_each_finding(done: CliRun) -> None:
     result = done.invoke("verify", done.out)
     assert result.exit_code == 5
     assert result.stdout == (
-        "rows: rollouts.jsonl line 1: the row of seq 5 changed since it was recorded\n"
+        "rows: rollouts.jsonl line 1: the row of seq 10 changed since it was recorded\n"
         "published: coverage.json: missing or unreadable; rewrite it with "
         "`rollout-ledger status --publish`\n"
     )

@@ -50,9 +50,11 @@ MIXED = {
     (2, 1): failed("session_lost"),  # REC-20.5i: counted, retried
 }
 # Where the prepared run keeps what the cases damage (pinned by the first test).
-LAYOUT = {1: "run_created", 2: "resume_started", 9: "result_saved"}
-LAYOUT |= {16: "rerun_approved", 20: "result_saved", 22: "result_saved"}
-ROWS = {OUT: [5, 9, 11, 13, 20, 22], SIDECAR: [7, 15]}  # seq of each line's event
+# Each ``record`` commits its reservations first, then its rows' events.
+LAYOUT = {1: "run_created", 2: "resume_started", 12: "result_saved"}
+LAYOUT |= {16: "rerun_approved", 20: "attempt_reserved", 21: "result_saved"}
+LAYOUT |= {22: "result_saved"}
+ROWS = {OUT: [10, 12, 13, 14, 21, 22], SIDECAR: [11, 15]}  # seq of each line's event
 
 
 def approve_held(run: CliRun) -> None:
@@ -365,7 +367,7 @@ def below_head(*names: str) -> dict[str, Expect]:
 
 def event_cases() -> Iterator[Case]:
     # EV-2: one byte of each column of the first, middle and last events.
-    for number in (1, 9, 16, HEAD):
+    for number in (1, 12, 16, HEAD):
         for column in ("kind", "at", "actor", "body", "prev_hash", "hash"):
             # body: its first byte, so it no longer decodes; 'kind': unknown.
             position = 0 if column == "body" else 5
@@ -376,7 +378,7 @@ def event_cases() -> Iterator[Case]:
                 expect = below_head(seq(number))
             yield Case(f"seq {number} {column} flipped", damage, **expect)
     # A byte of a value inside a body that still decodes: the meaning changed
-    # (the result of task 0, rollout 1 moves from attempt 1 to attempt 0).
+    # (the reservation of task 2, rollout 1 moves from attempt 1 to attempt 0).
     yield Case(
         "seq 20 body still decodes",
         flip_in_body(20, b'"attempt":1'),
@@ -388,7 +390,9 @@ CASES: list[Case] = [
     *event_cases(),
     # -- deleted, duplicated and reordered events (EV-2) --
     Case(
-        "seq 9 deleted", sql("DELETE FROM events WHERE seq = 9"), **below_head(seq(9))
+        "seq 12 deleted",
+        sql("DELETE FROM events WHERE seq = 12"),
+        **below_head(seq(12)),
     ),
     Case(
         "run_created deleted",
@@ -406,15 +410,15 @@ CASES: list[Case] = [
         after=OK,
     ),
     Case(
-        "seq 20 copied to the end",
+        "seq 21 copied to the end",
         sql(
             "INSERT INTO events SELECT 23, kind, at, actor, body, prev_hash, hash "
-            "FROM events WHERE seq = 20"
+            "FROM events WHERE seq = 21"
         ),
         **everywhere(5, seq(23)),
     ),
-    Case("bodies of seq 5 and 9 swapped", swap_bodies(5, 9), **below_head(seq(5))),
-    Case("bodies of seq 19 and 21 swapped", swap_bodies(19, 21), **below_head(seq(19))),
+    Case("bodies of seq 10 and 12 swapped", swap_bodies(10, 12), **below_head(seq(10))),
+    Case("bodies of seq 19 and 20 swapped", swap_bodies(19, 20), **below_head(seq(19))),
     Case(
         "bodies of seq 21 and 22 swapped",
         swap_bodies(21, 22),
@@ -477,8 +481,20 @@ CASES: list[Case] = [
             ("cut to its header", wal_cut(lambda n: 32)),
             ("cut in half", wal_cut(lambda n: n // 2)),
             ("garbage", wal_garbage),
-            ("last frame flipped", wal_flip_last_frame),
         ]
+    ),
+    Case(
+        # Only the last transaction is lost: ``record`` commits its
+        # reservations before its rows, so OUT's new rows are outcomes of
+        # reserved attempts, as after a record killed before its commit; the
+        # next writer's open records them once (EV-12, issue 18).
+        "wal last frame flipped",
+        in_wal(wal_flip_last_frame),
+        verify=exits(5, names=(row(OUT, 5), row(OUT, 6))),
+        status=exits(0, names=(row(OUT, 5), row(OUT, 6))),
+        resume=OK,
+        after=OK,
+        template="before-last",
     ),
     # -- published files (events.md): reported by verify; resume republishes --
     *(
@@ -728,7 +744,7 @@ def test_r_5_a_duplicated_seq_cannot_be_stored(
     damaged: Callable[[str], CliRun],
 ) -> None:
     # EV-10: seq is the INTEGER PRIMARY KEY, so a duplicated event can only be
-    # a copy under another seq ("seq 20 copied to the end" above).
+    # a copy under another seq ("seq 21 copied to the end" above).
     run = damaged("prepared")
     with connected(run) as conn, pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):
         conn.execute("INSERT INTO events SELECT * FROM events WHERE seq = 9")
@@ -752,12 +768,12 @@ def test_ev_2_a_deleted_newest_event_shows_against_the_exported_head(
 
 
 BELOW_HEAD = [
-    pytest.param(flip_event(9, "actor"), 9, id="actor of seq 9 flipped"),
+    pytest.param(flip_event(12, "actor"), 12, id="actor of seq 12 flipped"),
     pytest.param(flip_in_body(20, b'"attempt":1'), 20, id="seq 20 body still decodes"),
     pytest.param(flip_event(16, "body", 0), 16, id="seq 16 body does not decode"),
-    pytest.param(sql("DELETE FROM events WHERE seq = 9"), 9, id="seq 9 deleted"),
+    pytest.param(sql("DELETE FROM events WHERE seq = 12"), 12, id="seq 12 deleted"),
     pytest.param(sql("DELETE FROM events WHERE seq = 1"), 1, id="run_created deleted"),
-    pytest.param(swap_bodies(5, 9), 5, id="bodies of seq 5 and 9 swapped"),
+    pytest.param(swap_bodies(10, 12), 10, id="bodies of seq 10 and 12 swapped"),
 ]
 
 

@@ -353,6 +353,7 @@ def test_rec_70_a_failed_rename_leaves_no_half_run(
 # The child kills itself with SIGKILL right after one step of the import.
 _KILLED_IMPORT = """
 import os, signal, sys
+from tests.internals import SQLiteStore, built_aside
 from tests.internals import legacy_importer as legacy
 from projections import import_run
 
@@ -366,9 +367,9 @@ point = sys.argv[3]
 if point == "inputs-copied":
     legacy.atomic_replace = killed_after(legacy.atomic_replace)
 elif point == "events-appended":
-    legacy.SQLiteStore.append_many = killed_after(legacy.SQLiteStore.append_many)
+    SQLiteStore.append_many = killed_after(SQLiteStore.append_many)
 elif point == "renamed":
-    legacy.fsync_dir = killed_after(legacy.fsync_dir)
+    built_aside.fsync_dir = killed_after(built_aside.fsync_dir)
 import_run(sys.argv[1], inputs=sys.argv[2])
 """
 

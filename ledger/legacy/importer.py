@@ -14,7 +14,6 @@ the caller's to write: ``projections.import_run`` does both.
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -28,7 +27,6 @@ from ledger.errors import (
     CorruptLedger,
     Refused,
     RowError,
-    StorageError,
 )
 from ledger.events import (
     ZERO_HASH,
@@ -41,7 +39,7 @@ from ledger.events import (
     encode_body,
     kind_of,
 )
-from ledger.files import atomic_replace, fsync_dir, read_regular
+from ledger.files import atomic_replace, read_regular
 from ledger.identity.manifest import RunManifest
 from ledger.legacy.manifest import (
     ForeignManifest,
@@ -59,10 +57,10 @@ from ledger.paths import RunPaths
 from ledger.policy.source import creation_policy
 from ledger.run.create import run_created_body
 from ledger.run.lock import RunLock
+from ledger.store.built_aside import built_aside
 from ledger.store.decode import stored_from_row
 from ledger.store.materialize import MaterializedInputs
 from ledger.store.port import EventRow, NewEvent
-from ledger.store.sqlite import SQLiteStore
 
 __all__ = ["ImportReport", "import_legacy_run"]
 
@@ -351,27 +349,7 @@ def _write(
         # Before the database: an import killed in between leaves the same
         # inputs a second import accepts (they must be byte-identical).
         atomic_replace(paths.materialized, copy)
-    building = paths.db.with_name(paths.db.name + ".importing")
-    _remove_leftovers(building)  # an import that died; we hold the lock
-    store = SQLiteStore.create(building, journal_mode="wal")
-    try:
+    with built_aside(paths.db, suffix=".importing") as store:
         rows = store.append_many(new)
-    except BaseException:
-        store.close()
-        _remove_leftovers(building)
-        raise
-    store.close()  # the last connection checkpoints and removes the WAL
-    try:
-        os.replace(building, paths.db)
-        fsync_dir(paths.ledger_dir)
-    except OSError as exc:
-        raise StorageError(
-            f"could not create {paths.db}: {exc.strerror}", path=paths.db
-        ) from exc
     manifest.write(paths.manifest)  # ID-32: an imported run has no identity
     return rows
-
-
-def _remove_leftovers(db: Path) -> None:
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        db.with_name(db.name + suffix).unlink(missing_ok=True)

@@ -20,6 +20,7 @@ yet recorded, is left out), so the copy is a consistent prefix that verifies.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 from collections.abc import Iterator, Sequence
@@ -28,16 +29,16 @@ from typing import BinaryIO
 
 from ledger.errors import ConfigError, CorruptLedger, StorageError
 from ledger.events import Location
-from ledger.files import atomic_replace, fsync_dir, open_regular
+from ledger.files import atomic_replace, open_regular
 from ledger.paths import RunPaths, check_out_path
 from ledger.postgres.store import PostgresStore
 from ledger.postgres.url import RunUrl
 from ledger.run.ledger import Ledger
 from ledger.run.lock import RunLock
 from ledger.run.write_index import INDEX_KINDS, WriteIndex
+from ledger.store.built_aside import built_aside
 from ledger.store.decode import decode_row
 from ledger.store.port import EventRow, NewEvent, NewRow
-from ledger.store.sqlite import SQLiteStore
 
 __all__ = ["PUBLISHED_NAMES", "export_files", "import_into_store", "load_into_store"]
 
@@ -111,20 +112,45 @@ def export_files(source: Ledger, folder: Path | str) -> RunPaths:
     published = {name: source.files.read_published(name) for name in PUBLISHED_NAMES}
     head = _refuse_broken_source(source)
     ends = _ends_at(source, head[0])
+    made_dir = not paths.ledger_dir.exists()
+    written = [paths.materialized, paths.out, paths.sidecar]
+    written += [
+        path
+        for name in published
+        if not (path := paths.ledger_dir / name).exists()  # only what it writes
+    ]
     try:
-        paths.ledger_dir.mkdir(parents=True, exist_ok=True)
-        _write_file(source, names.materialized, paths.materialized, None)
-        for name in (names.out, names.sidecar):
-            _write_file(source, name, paths.folder / name, ends.get(name, 0))
-        for name, data in published.items():
-            if data is not None:
-                atomic_replace(paths.ledger_dir / name, data)
-    except OSError as exc:
-        raise StorageError(
-            f"could not write into {folder}: {exc.strerror}", path=folder
-        ) from exc
-    _write_ledger(source, paths, head)
+        try:
+            paths.ledger_dir.mkdir(parents=True, exist_ok=True)
+            _write_file(source, names.materialized, paths.materialized, None)
+            for name in (names.out, names.sidecar):
+                _write_file(source, name, paths.folder / name, ends.get(name, 0))
+            for name, data in published.items():
+                if data is not None:
+                    atomic_replace(paths.ledger_dir / name, data)
+        except OSError as exc:
+            raise StorageError(
+                f"could not write into {folder}: "
+                f"{(exc.strerror or str(exc)).lower()} ({exc.filename or folder}); "
+                "what was written is removed: free space there (or choose "
+                "another folder), then export again",
+                path=folder,
+            ) from exc
+        _write_ledger(source, paths, head)
+    except BaseException:
+        # A half-made copy must not stay: a second export would refuse it.
+        _remove_copy(written, paths.ledger_dir if made_dir else None)
+        raise
     return paths
+
+
+def _remove_copy(written: list[Path], made_dir: Path | None) -> None:
+    """Remove the files an export that failed wrote (it checked none existed)."""
+    for path in written:
+        path.unlink(missing_ok=True)
+    if made_dir is not None:
+        with contextlib.suppress(OSError):  # not empty: files it did not write stay
+            made_dir.rmdir()
 
 
 def _ends_at(source: Ledger, seq: int) -> dict[str, int]:
@@ -158,32 +184,19 @@ def _write_file(source: Ledger, name: str, target: Path, end: int | None) -> Non
 
 
 def _write_ledger(source: Ledger, paths: RunPaths, head: tuple[int, bytes]) -> None:
-    building = paths.db.with_name(paths.db.name + ".exporting")
-    building.unlink(missing_ok=True)
-    store = SQLiteStore.create(building)
-    try:
+    with built_aside(paths.db, suffix=".exporting") as store:
         rows = itertools.takewhile(lambda row: row.seq <= head[0], source.raw_events(1))
         for batch in _batches(rows):
             store.append_many(_new_events(batch))
         copied = store.head()
-    finally:
-        store.close()
-    if copied != head:
-        building.unlink(missing_ok=True)
-        raise CorruptLedger(
-            f"the exported ledger ends on seq {copied[0]}, hash {copied[1].hex()}, "
-            f"not the source's seq {head[0]}, hash {head[1].hex()}: the source's "
-            "events changed while they were copied; run `rollout-ledger verify` "
-            "on it, then export again",
-            path=source.where,
-        )
-    try:
-        os.replace(building, paths.db)
-        fsync_dir(paths.ledger_dir)
-    except OSError as exc:
-        raise StorageError(
-            f"could not create {paths.db}: {exc.strerror}", path=paths.db
-        ) from exc
+        if copied != head:
+            raise CorruptLedger(
+                f"the exported ledger ends on seq {copied[0]}, hash "
+                f"{copied[1].hex()}, not the source's seq {head[0]}, hash "
+                f"{head[1].hex()}: the source's events changed while they were "
+                "copied; run `rollout-ledger verify` on it, then export again",
+                path=source.where,
+            )
 
 
 # -- into PostgreSQL --------------------------------------------------------------

@@ -283,9 +283,11 @@ class Ledger(LogReader, RecordingMixin):
 
     def close(self) -> None:
         """Close the log and the collector files (the lock stays held)."""
-        if self._writer is not None:
-            self._writer.close()
-        self._store.close()
+        try:
+            if self._writer is not None:
+                self._writer.close()  # a full disk may refuse buffered rows
+        finally:
+            self._store.close()
 
     def __enter__(self) -> Self:
         return self

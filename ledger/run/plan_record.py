@@ -1,13 +1,24 @@
-"""Recording a plan file's outcomes in one transaction (CLI-4, CLI-5).
+"""Recording a plan file's outcomes: claims first, then rows (CLI-4, CLI-5).
 
 A collector that cannot call the Python API runs a plan file (``resume
 --plan-out``) and hands back its outcome rows. It reserved nothing, so each row
-is reserved and recorded here, together: a row of a released attempt is
-reserved and recorded; a row carrying ``_ng_rejudgment: {task, rollout,
-attempt}`` of a released re-judgment is admitted and saved (the judge digest is
-the run's current configuration digest). Every row is checked before anything
-is written, and all rows are committed at once: a row that fits neither is
-refused with its line number and nothing of the file is recorded.
+is reserved and recorded here: a row of a released attempt is reserved and
+recorded; a row carrying ``_ng_rejudgment: {task, rollout, attempt}`` of a
+released re-judgment is admitted and saved (the judge digest is the run's
+current configuration digest). Every row is checked before anything is
+written: a row that fits neither is refused with its line number and nothing
+of the file is recorded.
+
+The reservations and admissions are committed in their own transaction before
+any row is written, then the rows and their events (issue 18). Rows are
+written before their events (EV-12), so a ``record`` killed after its rows (or
+whose commit failed on a full disk) leaves rows of *reserved* attempts, which
+the next writer's open records once (actor ``repair``); rows of attempts
+released but never reserved stay what they are after a garbled WAL, refused
+(R-5). Killed between the two transactions, the reservations wait without
+outcomes: running ``record`` again with the same file records each row whose
+attempt is reserved without an outcome (or admitted without a judgment), and
+skips each row whose attempt already holds one, so nothing is recorded twice.
 """
 
 from __future__ import annotations
@@ -22,13 +33,17 @@ import msgspec
 from ledger.errors import ConfigError, LedgerError, RowError
 from ledger.events import (
     DriftAccepted,
+    FailureSaved,
     IdentityAdopted,
     IdentityOverridden,
+    OmissionSaved,
+    ResultSaved,
     RunCreated,
     kind_of,
 )
 from ledger.files import json_problem, read_regular
 from ledger.run.recorder import Recorder, Staged
+from ledger.run.write_index import Attempt
 from ledger.store.port import Prepared
 
 if TYPE_CHECKING:
@@ -44,6 +59,7 @@ _IDENTITY_KINDS = (
     "identity_adopted",
     "identity_overridden",
 )
+_OUTCOME_KINDS = ("result_saved", "failure_saved", "omission_saved")
 _DECODER = msgspec.json.Decoder()
 
 
@@ -99,14 +115,23 @@ def _rejudgment_key(value: object) -> tuple[int, int, int]:
 
 
 class _Batch:
-    """The operations of one file, prepared against one shared ``Staged``."""
+    """The operations of one file, prepared against one shared ``Staged``.
 
-    def __init__(self, recorder: Recorder, judge: str) -> None:
+    ``claims`` (reservations and admissions) carry no row and are committed
+    first; ``records`` (rows and their events) after them.
+    """
+
+    def __init__(self, ledger: Ledger, recorder: Recorder, judge: str) -> None:
+        self.ledger = ledger
         self.recorder = recorder
         self.judge = judge
         self.staged = Staged()
-        self.ops: list[Prepared] = []
+        self.claims: list[Prepared] = []
+        self.records: list[Prepared] = []
         self.opened: list[str] = []
+        self.completed: set[Attempt] = set()
+        self.skipped = 0
+        self._decided: set[Attempt] | None = None
 
     def add(self, row: object) -> None:
         if not isinstance(row, MutableMapping):
@@ -117,28 +142,86 @@ class _Batch:
         elif rejudgment is not None:
             self._rejudge(row, _rejudgment_key(rejudgment))
         else:
-            self.ops.append(self.recorder.prepare_reserve(row, self.staged))
+            self._outcome(row)
+
+    def _outcome(self, row: MutableMapping[str, Any]) -> None:
+        attempt = self.recorder.attempt_named(row)
+        if (
+            attempt in self.staged.reserved
+            or attempt not in self.recorder.index.reserved
+        ):
+            self.claims.append(self.recorder.prepare_reserve(row, self.staged))
             self._record(row)
+            return
+        # Reserved before this file: by a `record` that stopped after its
+        # reservations, or by a collector through the API.
+        if attempt in self._outcomes():
+            self.skipped += 1  # recorded already: never twice
+            return
+        if attempt in self.completed:
+            raise ConfigError(
+                f"attempt {attempt[2]} of task {attempt[0]}, rollout {attempt[1]} "
+                "is named by an earlier row of this file; an attempt has one outcome"
+            )
+        self.completed.add(attempt)
+        row["_ng_attempt_index"] = attempt[2]
+        row["_ng_run_id"] = self.recorder.index.run_id
+        self._record(row)
+
+    def _outcomes(self) -> set[Attempt]:
+        """The attempts whose outcome the log holds (read once, when first needed)."""
+        if self._decided is None:
+            self._decided = {
+                (body.task, body.rollout, body.attempt)
+                for event in self.ledger.events(1, kinds=_OUTCOME_KINDS)
+                if isinstance(
+                    body := event.body, ResultSaved | FailureSaved | OmissionSaved
+                )
+            }
+        return self._decided
 
     def _record(self, row: MutableMapping[str, Any]) -> None:
         op = self.recorder.prepare_record(row, self.staged)
         if op is not None:  # _ng_no_persist: the reservation alone is the evidence
-            self.ops.append(op)
+            self.records.append(op)
 
     def _rejudge(
         self, row: MutableMapping[str, Any], key: tuple[int, int, int]
     ) -> None:
+        index = self.recorder.index
+        if key in index.admitted_since_release and key not in self.staged.admitted:
+            # Admitted before this file (a `record` that stopped after its
+            # admissions): the open admission takes the row; once its
+            # judgment is saved, the row is recorded already.
+            waiting = [
+                admission
+                for admission, attempt in index.open_admissions.items()
+                if attempt == key and admission not in self.opened
+            ]
+            if not waiting:
+                self.skipped += 1
+                return
+            self.records.append(
+                self.recorder.prepare_judgment_row(waiting[-1], row, self.staged)
+            )
+            return
         admit = self.recorder.prepare_admit(*key, self.judge, self.staged)
         admission_id = admit.event.admission_id  # type: ignore[attr-defined]
         # The admission is staged in this batch, not yet in the index, and the
         # recorder checks a judgment row against the index's open admissions:
         # register it for the batch (undone unless the commit folds it in).
-        self.recorder.index.open_admissions[admission_id] = key
+        index.open_admissions[admission_id] = key
         self.opened.append(admission_id)
-        self.ops += [
-            admit,
-            self.recorder.prepare_judgment_row(admission_id, row, self.staged),
-        ]
+        self.claims.append(admit)
+        self.records.append(
+            self.recorder.prepare_judgment_row(admission_id, row, self.staged)
+        )
+
+    def commit(self) -> None:
+        """The claims in one transaction, then the rows and their events in another."""
+        self.recorder.commit(self.claims, actor="collector")
+        self.opened.clear()  # committed: the index holds these admissions now
+        self.recorder.commit(self.records, actor="collector")
 
     def undo(self) -> None:
         for admission_id in self.opened:
@@ -153,18 +236,22 @@ def record_plan_rows(
     source: str = "the rows",
     judge: str | None = None,
 ) -> dict[str, int]:
-    """Reserve and record (or admit and save) every row in one transaction (CLI-5).
+    """Reserve (or admit) every row's attempt, then record the rows (CLI-5).
 
-    ``lines`` numbers the rows for messages (1, 2, ... when omitted); ``judge``
-    defaults to the run's current configuration digest. Returns the number of
-    events appended, by kind.
+    The reservations and admissions commit in one transaction before any row
+    is written, the rows and their events in the next (see the module
+    docstring). ``lines`` numbers the rows for messages (1, 2, ... when
+    omitted); ``judge`` defaults to the run's current configuration digest.
+    Returns the number of events appended, by kind, and under
+    ``"already_recorded"`` (when any) the rows skipped because their attempt
+    already holds its outcome.
 
     Raises:
         RowError: a row fits neither a released attempt nor a released
             re-judgment (naming its line); nothing was recorded.
     """
     recorder = ledger.direct_recorder()
-    batch = _Batch(recorder, judge or current_config_digest(ledger))
+    batch = _Batch(ledger, recorder, judge or current_config_digest(ledger))
     with recorder.lock:
         try:
             for index, row in enumerate(rows):
@@ -177,7 +264,11 @@ def record_plan_rows(
                         "recorded",
                         line=number,
                     ) from exc
-            recorder.commit(batch.ops, actor="collector")
+            batch.commit()
         finally:
             batch.undo()  # after a commit, the index already closed them
-    return dict(sorted(Counter(kind_of(op.event) for op in batch.ops).items()))
+    ops = batch.claims + batch.records
+    counts = Counter(kind_of(op.event) for op in ops)
+    if batch.skipped:
+        counts["already_recorded"] = batch.skipped
+    return dict(sorted(counts.items()))

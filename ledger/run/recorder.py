@@ -157,6 +157,13 @@ class Recorder:
         )
         return Prepared(body, result=attempt[2])
 
+    def attempt_named(self, row: object) -> Attempt:
+        """The attempt a row names (by default its key's released attempt)."""
+        target = _mutable(row)
+        self._check_run_id(target)
+        task, rollout = self._key(target)
+        return self._attempt_of(target, task, rollout)
+
     def _attempt_of(self, row: Mapping[str, Any], task: int, rollout: int) -> Attempt:
         default = self.index.released_by_key.get((task, rollout), 0)
         return (task, rollout, _int(row, "_ng_attempt_index", default))

@@ -69,7 +69,7 @@ def _open_lock_file(path: Path) -> int:
                 "never follows a link in place of its lock file)"
             ) from exc
         raise StorageError(
-            f"could not open the run lock {path}: {exc.strerror}", path=path
+            f"could not open the run lock {path}: {_plain(exc)}", path=path
         ) from exc
     try:
         _refuse_kind(path, os.fstat(fd).st_mode)
@@ -168,8 +168,18 @@ class FileLock:
         # the whole line first, then cut what an older holder left after it,
         # so a reader never finds the file empty or half-written.
         line = _holder_line()
-        os.pwrite(fd, line, 0)
-        os.ftruncate(fd, len(line))
+        try:
+            os.pwrite(fd, line, 0)
+            os.ftruncate(fd, len(line))
+        except OSError as exc:  # a full disk: the lock is given up (closing fd)
+            with _HELD_GUARD:
+                _HELD.discard(key)
+            self._key = None
+            raise StorageError(
+                f"could not write the holder of the run lock {self.path}: "
+                f"{_plain(exc)}",
+                path=self.path,
+            ) from exc
 
     def check(self) -> None:
         """Raise ``LockLost`` unless the lock file is still the file locked.
@@ -296,3 +306,11 @@ def _make_folder(folder: Path) -> None:
         raise StorageError(
             f"could not create {folder}: {exc.strerror}", path=folder
         ) from exc
+
+
+def _plain(exc: OSError) -> str:
+    """The error in plain words, and what to do when the disk is full."""
+    said = (exc.strerror or str(exc)).lower()
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"{said}; free space on that disk, then run the command again"
+    return said

@@ -8,8 +8,10 @@ event pointing at nothing. The files stay open for the writer's life.
 
 from __future__ import annotations
 
+import errno
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
@@ -64,18 +66,6 @@ class FileSink:
     def _write_durably(
         self, ops: Sequence[Prepared], recorded_ends: Mapping[str, tuple[int, int]]
     ) -> None:
-        try:
-            self._write(ops, recorded_ends)
-        except OSError as exc:
-            self._broken = (
-                f"writing a row failed ({exc.strerror or exc}); this writer stops: "
-                "reopen the run to repair what was written"
-            )
-            raise StorageError(self._broken, path=self.folder) from exc
-
-    def _write(
-        self, ops: Sequence[Prepared], recorded_ends: Mapping[str, tuple[int, int]]
-    ) -> None:
         # One write per file and batch (P-7): the rows of a file are located
         # back to back, from where its recorded bytes end.
         by_file: dict[str, list[bytes]] = {}
@@ -83,20 +73,38 @@ class FileSink:
             if op.file is not None:
                 by_file.setdefault(op.file, []).append(op.data)
         for file, rows in by_file.items():
-            handle = self._handle(file)
-            expected = recorded_ends.get(file, (0, 0))[0]
-            if handle.tell() != expected:
-                raise CorruptLedger(
-                    f"{file} is {handle.tell()} bytes, but its recorded rows end at "
-                    f"{expected}: another process wrote to it; run "
-                    "`rollout-ledger verify`",
-                    path=self.folder / file,
-                )
-            handle.write(b"".join(rows))
+            with self._stopping_on_error(file):
+                handle = self._handle(file)
+                self._check_end(file, handle, recorded_ends.get(file, (0, 0))[0])
+                handle.write(b"".join(rows))
         for file in by_file:
-            handle = self._handles[file]
-            handle.flush()
-            os.fsync(handle.fileno())
+            with self._stopping_on_error(file):
+                handle = self._handles[file]
+                handle.flush()
+                os.fsync(handle.fileno())
+
+    @contextmanager
+    def _stopping_on_error(self, file: str) -> Iterator[None]:
+        """An OSError writing ``file`` stops this writer, with a plain message."""
+        try:
+            yield
+        except OSError as exc:
+            path = self.folder / file
+            self._broken = (
+                f"writing rows to {path} failed: {_plain(exc)}; this writer stops. "
+                f"{_advice(exc)}, then run the command again: rows already "
+                "written are recorded then, none twice"
+            )
+            raise StorageError(self._broken, path=path) from exc
+
+    def _check_end(self, file: str, handle: IO[bytes], expected: int) -> None:
+        if handle.tell() != expected:
+            raise CorruptLedger(
+                f"{file} is {handle.tell()} bytes, but its recorded rows end at "
+                f"{expected}: another process wrote to it; run "
+                "`rollout-ledger verify`",
+                path=self.folder / file,
+            )
 
     def _handle(self, file: str) -> IO[bytes]:
         if file not in self._handles:
@@ -106,7 +114,32 @@ class FileSink:
         return self._handles[file]
 
     def close(self) -> None:
-        """Close the files (idempotent)."""
-        for handle in self._handles.values():
-            handle.close()
+        """Close the files (idempotent); a failed flush is a StorageError."""
+        failed: tuple[str, OSError] | None = None
+        for file, handle in self._handles.items():
+            try:
+                handle.close()
+            except OSError as exc:  # the buffered rows could not be flushed
+                failed = failed or (file, exc)
         self._handles.clear()
+        if failed is not None:
+            path = self.folder / failed[0]
+            raise StorageError(
+                f"closing {path} failed: {_plain(failed[1])}. {_advice(failed[1])}, "
+                "then run the command again: rows already written are recorded "
+                "then, none twice",
+                path=path,
+            ) from failed[1]
+
+
+def _plain(exc: OSError) -> str:
+    """The error in plain words ("no space left on device", "permission denied")."""
+    return (exc.strerror or str(exc)).lower()
+
+
+def _advice(exc: OSError) -> str:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "Free space on that disk"
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return "Make the file writable"
+    return "Fix the cause"

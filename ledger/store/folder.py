@@ -7,13 +7,13 @@ their events reach SQLite (:class:`ledger.store.file_sink.FileSink`).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger.errors import ConfigError, CorruptLedger, StorageError
-from ledger.files import atomic_replace, fsync_dir, refuse_irregular
+from ledger.errors import ConfigError, CorruptLedger
+from ledger.files import atomic_replace, refuse_irregular
 from ledger.paths import RunPaths
+from ledger.store.built_aside import built_aside
 from ledger.store.file_lock import FileLock
 from ledger.store.file_sink import FileSink
 from ledger.store.materialize import MaterializedInputs
@@ -87,24 +87,13 @@ class FolderHome:
         atomic_replace(target, inputs.data)
 
     def _build_database(self, first: NewEvent, journal_mode: str) -> None:
-        # The database appears under its name only once it holds run_created,
-        # so a create killed at any instant leaves either no run or a whole one.
-        db = self.paths.db
-        building = db.with_name(db.name + ".creating")
-        for leftover in (building, *_sidecars_of(building)):
-            leftover.unlink(missing_ok=True)  # a create that died; we hold the lock
-        store = SQLiteStore.create(building, journal_mode=journal_mode)
-        try:
+        # The database appears under its name only once it holds run_created
+        # and checks whole, so a create killed at any instant, or stopped by a
+        # full disk, leaves either no run or a whole one.
+        with built_aside(
+            self.paths.db, suffix=".creating", journal_mode=journal_mode
+        ) as store:
             store.append_many([first])
-        finally:
-            store.close()  # the last connection checkpoints and removes the WAL
-        try:
-            os.replace(building, db)
-            fsync_dir(self.paths.ledger_dir)
-        except OSError as exc:
-            raise StorageError(
-                f"could not create {db}: {exc.strerror}", path=db
-            ) from exc
 
     def open(self, *, lock_held: bool, lock: LockPart | None = None) -> OpenRun:
         """Open ``ledger.db``: read-write with the lock held, else read-only."""
@@ -148,9 +137,3 @@ class FolderHome:
     def lock_part(self) -> FileLock:
         """``flock`` on ``<stem>_ledger/run.lock``."""
         return FileLock(self.paths.lock)
-
-
-def _sidecars_of(db: Path) -> tuple[Path, ...]:
-    return tuple(
-        db.with_name(db.name + suffix) for suffix in ("-wal", "-shm", "-journal")
-    )

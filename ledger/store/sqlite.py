@@ -19,6 +19,7 @@ from ledger.errors import (
     ConfigError,
     CorruptLedger,
     Refused,
+    StorageError,
 )
 from ledger.events import ZERO_HASH
 from ledger.store.chain import chained_rows
@@ -76,9 +77,13 @@ class SQLiteStore:
         if path.exists():
             raise Refused(f"{path} exists already")
         store = cls._connect(path, writable=True)
-        with store._guard("creating the schema"):
-            store._conn.execute(f"PRAGMA journal_mode={journal_mode}")
-            store._migrate()
+        try:
+            with store._guard("creating the schema"):
+                store._conn.execute(f"PRAGMA journal_mode={journal_mode}")
+                store._migrate()
+        except BaseException:
+            store.close()  # the caller removes the half-made file
+            raise
         return store
 
     @classmethod
@@ -393,6 +398,25 @@ class SQLiteStore:
         """The database's journal mode (``wal`` or ``delete``)."""
         with self._guard("reading the journal mode"):
             return str(self._conn.execute("PRAGMA journal_mode").fetchone()[0])
+
+    def finish(self) -> None:
+        """Checkpoint the whole WAL, check the file, close (a database built aside).
+
+        A checkpoint that copies less than the whole log (a full disk) or a
+        file that does not check whole raises: it must not be renamed then.
+        ``quick_check``: every page and record well formed, in O(size).
+        """
+        with self._guard("checkpointing"):
+            sql = "PRAGMA wal_checkpoint(TRUNCATE)"
+            busy, log, copied = self._conn.execute(sql).fetchone()
+            found = [row[0] for row in self._conn.execute("PRAGMA quick_check")]
+        if busy or log != copied or found != ["ok"]:
+            raise StorageError(
+                f"{self.path} is not whole after writing it: the checkpoint copied "
+                f"{copied} of {log} log pages (busy: {busy}); check: {found[0]}",
+                path=self.path,
+            )
+        self.close()
 
     def close(self) -> None:
         """Close the connection (idempotent)."""

@@ -7,6 +7,7 @@ never see ``sqlite3`` types.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -70,11 +71,29 @@ def translate(exc: sqlite3.Error, path: Path, doing: str) -> LedgerError:
         )
     if isinstance(exc, sqlite3.DatabaseError) and "not a database" in str(exc):
         return CorruptLedger(f"{path} is not an SQLite database ({exc})", path=path)
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code == sqlite3.SQLITE_FULL or (
+        code is not None and code & 0xFF == sqlite3.SQLITE_IOERR and _disk_full(path)
+    ):
+        return StorageError(
+            f"no space left on device for {path} (while {doing}): the disk is "
+            "full; free space on that disk, then run the command again",
+            path=path,
+        )
     if "locked" in str(exc) or "busy" in str(exc):
         return StorageError(
             f"{path} is busy while {doing}: {exc}; try again", path=path
         )
     return CorruptLedger(f"{path}: SQLite error while {doing}: {exc}", path=path)
+
+
+def _disk_full(path: Path) -> bool:
+    """Whether the disk holding ``path`` has no block left (an I/O error's cause)."""
+    try:
+        found = os.statvfs(path.parent)
+    except OSError:
+        return False
+    return found.f_bavail == 0
 
 
 def blob(value: object, path: Path, seq: object, column: str) -> bytes:
