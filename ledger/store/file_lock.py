@@ -174,7 +174,9 @@ class FileLock:
         except OSError as exc:  # a full disk: the lock is given up (closing fd)
             with _HELD_GUARD:
                 _HELD.discard(key)
+                _HELD.discard(folder_key)
             self._key = None
+            self._folder_key = None
             raise StorageError(
                 f"could not write the holder of the run lock {self.path}: "
                 f"{_plain(exc)}",
