@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ledger.errors import LockHeld, StorageError
 from ledger.files import not_regular
+from ledger.store.read_only import refuse_unwritable
 
 __all__ = ["FileLock"]
 
@@ -99,6 +100,7 @@ class FileLock:
 
     def acquire(self) -> None:
         """Take the lock, or raise ``LockHeld`` naming its holder."""
+        refuse_unwritable(self.path.parent)  # a read-only run: plain words
         _make_folder(self.path.parent)
         fd = _open_lock_file(self.path)
         try:
