@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import msgspec
 
+from ledger.errors import CorruptLedger
 from ledger.events import ZERO_HASH, chain_hash, header_tail
 from ledger.store.port import EventRow, NewEvent
 
-__all__ = ["ChainBreak", "chained_rows", "first_chain_break"]
+__all__ = ["ChainBreak", "chained_rows", "checked_rows", "first_chain_break"]
 
 
 class ChainBreak(msgspec.Struct, frozen=True, kw_only=True):
@@ -74,3 +75,59 @@ def chained_rows(events: Sequence[NewEvent], seq: int, prev: bytes) -> list[Even
         rows.append(make(EventRow, (seq, kind, at, actor, body, prev, digest)))
         prev = digest
     return rows
+
+
+#: Header tails kept while checking rows: rows of one batch share kind, at, actor.
+_TAILS_KEPT = 4096
+
+
+def checked_rows(
+    rows: Iterable[EventRow],
+    *,
+    where: str,
+    from_seq: int = 1,
+    prev_hash: Callable[[], bytes | None] | None = None,
+) -> Iterator[EventRow]:
+    """``rows``, each checked as it is read (R-5); ``CorruptLedger`` names the seq.
+
+    With ``prev_hash`` (the stored hash of the event before ``from_seq``,
+    read only when a first row comes; ``None``: that event is missing), the
+    rows must be the chain from ``from_seq`` on: no gap, each linked to the one
+    before and matching its hash. Without, each row must match its own hash
+    (rows read by kind or by seq, whose neighbours are not read).
+    """
+    sha256 = hashlib.sha256
+    tails: dict[tuple[str, str, str], bytes] = {}
+    expected, prev = from_seq, None
+    for row in rows:
+        seq, kind, at, actor, body, stored_prev, digest = row
+        if prev_hash is None:
+            prev, expected = stored_prev, seq
+        elif prev is None:
+            prev = ZERO_HASH if from_seq == 1 else prev_hash()
+            if prev is None:
+                _refuse(where, from_seq - 1, "it is missing (deleted, or lost)")
+        key = (kind, at, actor)
+        tail = tails.get(key)
+        if tail is None:
+            if len(tails) >= _TAILS_KEPT:
+                tails.clear()
+            tail = tails[key] = header_tail(kind, at, actor)
+        if (
+            seq != expected
+            or stored_prev != prev
+            or sha256(b"%s[%d%s%s" % (prev, seq, tail, body)).digest() != digest
+        ):
+            reason = _check(row, expected, bytes(prev))  # type: ignore[arg-type]
+            _refuse(where, min(seq, expected), reason or "it does not match")
+        yield row
+        prev, expected = digest, expected + 1
+
+
+def _refuse(where: str, seq: int, reason: str) -> None:
+    raise CorruptLedger(
+        f"{where}: event seq {seq}: {reason}; run `rollout-ledger verify` for the "
+        "full check, and restore ledger.db from a backup",
+        seq=seq,
+        path=where,
+    )
