@@ -9,8 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from ledger.errors import CorruptLedger, UnknownEvent
-from ledger.events import KINDS, RunCreated, StoredEvent
-from ledger.store.chain import ChainBreak, checked_rows, first_chain_break
+from ledger.events import KINDS, ZERO_HASH, RunCreated, StoredEvent
+from ledger.store.chain import (
+    ChainBreak,
+    chain_refusal,
+    checked_rows,
+    first_chain_break,
+)
 from ledger.store.decode import decode_row
 from ledger.store.port import EventRow, EventStore
 
@@ -84,8 +89,16 @@ class LogReader:
         """
         if not self._check_reads:
             return self._store.fold_rows(from_seq)
-        rows = self._checked(self._store.rows(from_seq), from_seq, chain=True)
-        return ((row[0], row[1], row[4]) for row in rows)
+        return self._chained_fold_rows(from_seq)
+
+    def _chained_fold_rows(self, from_seq: int) -> Iterator[tuple[int, str, bytes]]:
+        after = ZERO_HASH if from_seq == 1 else self._store.hash_at(from_seq - 1)
+        if after is None:
+            # Read lazily, as rows are: an empty tail has nothing to link to.
+            if next(iter(self._store.fold_rows(from_seq)), None) is None:
+                return
+            raise chain_refusal(self.where, from_seq - 1, "it is missing")
+        yield from self._store.fold_rows(from_seq, after=after)
 
     def raw_events(
         self, from_seq: int = 1, *, kinds: Sequence[str] = ()

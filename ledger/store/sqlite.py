@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ledger.errors import (
     ConcurrencyConflict,
@@ -23,7 +23,12 @@ from ledger.errors import (
     StorageError,
 )
 from ledger.events import ZERO_HASH
-from ledger.store.chain import chained_rows
+from ledger.store.chain import (
+    chain_refusal,
+    chained_rows,
+    check_link,
+    checked_fold_rows,
+)
 from ledger.store.port import EventRow, NewEvent
 from ledger.store.sqlite_schema import (
     MIGRATIONS,
@@ -41,6 +46,11 @@ __all__ = ["SCHEMA_VERSION", "EventRow", "NewEvent", "SQLiteStore"]
 _READ_BATCH = 1024
 _FIRST_BATCH = 8
 _SELECT = "SELECT seq, kind, at, actor, body, prev_hash, hash FROM events"
+#: Replay's checked read: the text columns as their stored bytes (P-3).
+_CHAIN_SELECT = (
+    "SELECT seq, CAST(kind AS BLOB), body, CAST(at AS BLOB), CAST(actor AS BLOB), "
+    "prev_hash, hash FROM events WHERE seq >= ? ORDER BY seq"
+)
 _INSERT = (
     "INSERT INTO events(seq, kind, at, actor, body, prev_hash, hash) "
     "VALUES (?, ?, ?, ?, ?, ?, ?)"
@@ -360,12 +370,20 @@ class SQLiteStore:
                 for row in cursor.fetchall():
                     yield self._event_row(row)
 
-    def fold_rows(self, from_seq: int = 1) -> Iterator[tuple[int, str, bytes]]:
+    def fold_rows(
+        self, from_seq: int = 1, *, after: bytes | None = None
+    ) -> Iterator[tuple[int, str, bytes]]:
         """``(seq, kind, body)`` of the rows from ``from_seq``, streamed.
 
         Replay's read (P-3): only the columns every fold step uses, as SQLite
-        gives them (each text column read costs a text conversion).
+        gives them (each text column read costs a text conversion). With
+        ``after``, the hash of the event before ``from_seq``, the rows are
+        checked as the chain that follows it (R-5): ``CorruptLedger`` names
+        the first seq that is not its next link.
         """
+        if after is not None:
+            yield from self._chained_fold_rows(from_seq, after)
+            return
         with self._guard("reading events"):
             cursor = self._conn.execute(
                 "SELECT seq, kind, body FROM events WHERE seq >= ? ORDER BY seq",
@@ -376,6 +394,25 @@ class SQLiteStore:
                     if type(row[2]) is not bytes:  # TEXT where a BLOB belongs
                         blob(row[2], self.path, row[0], "body")
                 yield from batch
+
+    def _chained_fold_rows(
+        self, from_seq: int, after: bytes
+    ) -> Iterator[tuple[int, str, bytes]]:
+        def batches() -> Iterator[tuple[Any, ...]]:
+            with self._guard("reading events"):
+                cursor = self._conn.execute(_CHAIN_SELECT, (from_seq,))
+                while batch := cursor.fetchmany(_READ_BATCH):
+                    yield from batch
+
+        def refuse(seq: int, expected: int, prev: bytes) -> None:
+            found = next(self.rows_at([seq]), None)  # TEXT for bytes: named here
+            reason = None if found is None else check_link(found, expected, prev)
+            where = str(self.path)
+            raise chain_refusal(where, min(seq, expected), reason or "it is damaged")
+
+        yield from checked_fold_rows(
+            batches(), from_seq=from_seq, prev_hash=after, refuse=refuse
+        )
 
     def _event_row(self, row: tuple[object, ...]) -> EventRow:
         # BLOB columns only: a body or hash stored as TEXT is damage (R-5).
