@@ -864,3 +864,31 @@ def test_r_5_a_shrunk_collector_file_is_refused_naming_the_line(
     edit_rows(name, edit)(run)
     for command in (["status", run.out], ["resume", run.out, *run.config_args()]):
         check(invoke(run, *command), exits(5, names=(row(name, line),)), command[0])
+
+
+def test_r_5_a_command_reads_events_of_any_text_as_the_chain_it_is(
+    damaged: Callable[[str], CliRun],
+) -> None:
+    """R-5: the replay's checked read hashes stored text as the chain did (EV-2).
+
+    An actor with non-ASCII letters, quotes, a backslash and a control
+    character is encoded as JSON escapes it; every reader still reads the
+    log as the whole chain it is, with and without the snapshot.
+    """
+    run = damaged("prepared")
+    actor = 'operator:zoë "the \\ reviewer"\t✓'
+    reset = CliRunner().invoke(
+        main,
+        ["reset-budget", str(run.out), "--reason", "odd actor"],
+        obj={"clock": run.clock, "actor": actor},
+    )
+    assert reset.exit_code == 0, reset.output
+    with Ledger.open(run.out) as led:
+        assert [e.actor for e in led.events()][-1] == actor
+    for command in ("status", "history", "check", "verify", "results"):
+        assert invoke(run, command, run.out).exit_code in (0, 75, 76), command
+    drop_snapshots(run)
+    for command in ("status", "resume"):
+        args = [*run.config_args()] if command == "resume" else []
+        result = invoke(run, command, run.out, *args)
+        assert result.exit_code == 0, (command, result.output)

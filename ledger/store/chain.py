@@ -16,7 +16,6 @@ __all__ = [
     "ChainBreak",
     "chain_refusal",
     "chained_rows",
-    "check_link",
     "checked_fold_rows",
     "checked_rows",
     "first_chain_break",
@@ -28,11 +27,6 @@ class ChainBreak(msgspec.Struct, frozen=True, kw_only=True):
 
     seq: int
     reason: str
-
-
-def check_link(row: EventRow, expected_seq: int, prev_hash: bytes) -> str | None:
-    """Why ``row`` is not the link after ``prev_hash`` at ``expected_seq``, if so."""
-    return _check(row, expected_seq, prev_hash)
 
 
 def _check(row: EventRow, expected_seq: int, prev_hash: bytes) -> str | None:
@@ -165,26 +159,27 @@ def _json_text(raw: bytes) -> bytes:
 
 
 def checked_fold_rows(
-    rows: Iterable[tuple[int, bytes, object, bytes, bytes, object, object]],
+    rows: Iterable[tuple[int, bytes, bytes, bytes, bytes, bytes, bytes]],
     *,
+    where: str,
     from_seq: int,
     prev_hash: bytes,
-    refuse: Callable[[int, int, bytes], None],
 ) -> Iterator[tuple[int, str, bytes]]:
     """Replay's ``(seq, kind, body)`` of raw rows, checked as the chain (R-5, P-3).
 
     ``rows`` are ``(seq, kind, body, at, actor, prev_hash, hash)`` with the
     text columns as their stored bytes (no text conversion per value, which
     would cost replay a third of its rate): the header is formatted from them,
-    each kind, actor and run of equal ``at`` encoded once. On the first row
-    that is not the next link, ``refuse(seq, expected_seq, prev_hash)`` raises.
+    each kind, actor and run of equal ``at`` encoded once. The first row that
+    is not the next link after ``prev_hash`` is ``CorruptLedger`` naming it.
     """
     sha256 = hashlib.sha256
     kinds: dict[bytes, tuple[str, bytes]] = {}
     actors: dict[bytes, bytes] = {}
     last_at, at_json = None, b""
     expected, prev = from_seq, prev_hash
-    for seq, raw_kind, body, at, actor, stored_prev, digest in rows:
+    for row in rows:
+        seq, raw_kind, body, at, actor, stored_prev, digest = row
         known = kinds.get(raw_kind)
         if known is None:
             text = raw_kind.decode("utf-8", "replace")
@@ -203,6 +198,22 @@ def checked_fold_rows(
             ).digest()
             != digest
         ):
-            refuse(seq, expected, prev)
-        yield seq, known[0], body  # type: ignore[misc]
-        prev, expected = digest, expected + 1  # type: ignore[assignment]
+            raise chain_refusal(where, min(seq, expected), _why(row, expected, prev))
+        yield seq, known[0], body
+        prev, expected = digest, expected + 1
+
+
+def _why(
+    row: tuple[int, bytes, bytes, bytes, bytes, bytes, bytes],
+    expected: int,
+    prev: bytes,
+) -> str:
+    seq, kind, body, at, actor, stored_prev, digest = row
+    for column, value in (("body", body), ("prev_hash", stored_prev), ("hash", digest)):
+        if type(value) is not bytes:
+            return f"its {column} is stored as text, not as bytes"
+    kind_text, at_text, actor_text = (
+        value.decode("utf-8", "replace") for value in (kind, at, actor)
+    )
+    stored = EventRow(seq, kind_text, at_text, actor_text, body, stored_prev, digest)
+    return _check(stored, expected, prev) or "it does not match"

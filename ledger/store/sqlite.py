@@ -12,8 +12,9 @@ import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ledger.errors import (
     ConcurrencyConflict,
@@ -23,12 +24,7 @@ from ledger.errors import (
     StorageError,
 )
 from ledger.events import ZERO_HASH
-from ledger.store.chain import (
-    chain_refusal,
-    chained_rows,
-    check_link,
-    checked_fold_rows,
-)
+from ledger.store.chain import chained_rows, checked_fold_rows
 from ledger.store.port import EventRow, NewEvent
 from ledger.store.sqlite_schema import (
     MIGRATIONS,
@@ -398,21 +394,16 @@ class SQLiteStore:
     def _chained_fold_rows(
         self, from_seq: int, after: bytes
     ) -> Iterator[tuple[int, str, bytes]]:
-        def batches() -> Iterator[tuple[Any, ...]]:
-            with self._guard("reading events"):
-                cursor = self._conn.execute(_CHAIN_SELECT, (from_seq,))
-                while batch := cursor.fetchmany(_READ_BATCH):
-                    yield from batch
-
-        def refuse(seq: int, expected: int, prev: bytes) -> None:
-            found = next(self.rows_at([seq]), None)  # TEXT for bytes: named here
-            reason = None if found is None else check_link(found, expected, prev)
-            where = str(self.path)
-            raise chain_refusal(where, min(seq, expected), reason or "it is damaged")
-
-        yield from checked_fold_rows(
-            batches(), from_seq=from_seq, prev_hash=after, refuse=refuse
-        )
+        with self._guard("reading events"):
+            cursor = self._conn.execute(_CHAIN_SELECT, (from_seq,))
+            rows = (
+                row
+                for batch in iter(partial(cursor.fetchmany, _READ_BATCH), [])
+                for row in batch
+            )
+            yield from checked_fold_rows(
+                rows, where=str(self.path), from_seq=from_seq, prev_hash=after
+            )
 
     def _event_row(self, row: tuple[object, ...]) -> EventRow:
         # BLOB columns only: a body or hash stored as TEXT is damage.
