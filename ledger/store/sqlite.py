@@ -8,7 +8,6 @@ callers never see ``sqlite3`` types.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -21,11 +20,11 @@ from ledger.errors import (
     ConfigError,
     CorruptLedger,
     Refused,
-    StorageError,
 )
 from ledger.events import ZERO_HASH
 from ledger.store.chain import chained_rows, checked_fold_rows
 from ledger.store.port import EventRow, NewEvent
+from ledger.store.sqlite_reader import is_wal, reader_uri
 from ledger.store.sqlite_schema import (
     MIGRATIONS,
     PACKAGE_VERSION,
@@ -55,56 +54,6 @@ _INSERT = (
 
 def _lenient_text(data: bytes) -> str:
     return data.decode("utf-8", "replace")
-
-
-def _reader_uri(path: Path) -> str:
-    """The URI a reader opens ``path`` with: read-only, never writing a byte.
-
-    A reader of a WAL database needs its wal-index (``-shm``): SQLite creates
-    it beside the database when it is missing, and a folder we cannot write
-    (a read-only filesystem, an archived run owned by another user) makes
-    that fail ("unable to open database file"). Such a database is opened
-    ``immutable=1`` when no ``-shm`` exists and its ``-wal`` holds no commit:
-    then no connection has it open (each keeps the ``-shm`` while it lives),
-    every commit is in the database file, and on a read-only filesystem no
-    writer can appear, so reading without locks sees exactly what is stored.
-    (In a writable folder of another user, only that user could start a
-    writer meanwhile; readers of an archived run accept that.) Commits left
-    in a ``-wal`` that SQLite cannot index are refused with what to do,
-    since reading without them would show an older run. With a ``-shm``
-    present, SQLite reads through it even when it cannot write it (3.22+).
-    """
-    uri = f"{path.as_uri()}?mode=ro"
-    if os.access(path.parent, os.W_OK) or not _is_wal(path):
-        return uri
-    shm, wal = (path.with_name(path.name + suffix) for suffix in ("-shm", "-wal"))
-    if shm.exists():
-        return uri
-    try:
-        wal_size = wal.stat().st_size
-    except FileNotFoundError:
-        wal_size = 0
-    except OSError as exc:
-        raise StorageError(f"could not read {wal}: {exc.strerror}", path=wal) from exc
-    if wal_size > 0:
-        raise StorageError(
-            f"{path} has commits in {wal.name} that SQLite can read only with "
-            f"write access to {path.parent} (it must create {shm.name}); copy the "
-            "run's folder to a place you can write, or open it once as its "
-            "owner, then read it again",
-            path=path,
-        )
-    return uri + "&immutable=1"
-
-
-def _is_wal(path: Path) -> bool:
-    """Whether the database header says WAL (file format bytes 18 and 19 are 2)."""
-    try:
-        with path.open("rb") as handle:
-            header = handle.read(20)
-    except OSError:
-        return False  # the open that follows names the error
-    return len(header) == 20 and header[18] == header[19] == 2
 
 
 class _StaleHead(Exception):
@@ -158,7 +107,7 @@ class SQLiteStore:
 
     @classmethod
     def _connect(cls, path: Path, *, writable: bool) -> SQLiteStore:
-        target = str(path) if writable else _reader_uri(path)
+        target = str(path) if writable else reader_uri(path)
         try:
             conn = sqlite3.connect(
                 target,
@@ -475,7 +424,7 @@ class SQLiteStore:
             mode = str(self._conn.execute("PRAGMA journal_mode").fetchone()[0])
         # A reader opened ``immutable=1`` (a folder it cannot write) is told
         # ``delete``; the file's header keeps the mode it was made with.
-        return "wal" if mode == "delete" and _is_wal(self.path) else mode
+        return "wal" if mode == "delete" and is_wal(self.path) else mode
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
