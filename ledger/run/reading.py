@@ -89,16 +89,12 @@ class LogReader:
         """
         if not self._check_reads:
             return self._store.fold_rows(from_seq)
-        return self._chained_fold_rows(from_seq)
-
-    def _chained_fold_rows(self, from_seq: int) -> Iterator[tuple[int, str, bytes]]:
         after = ZERO_HASH if from_seq == 1 else self._store.hash_at(from_seq - 1)
         if after is None:
-            # Read lazily, as rows are: an empty tail has nothing to link to.
-            if next(iter(self._store.fold_rows(from_seq)), None) is None:
-                return
+            if self._store.head()[0] < from_seq:
+                return iter(())  # an empty tail has nothing to link to
             raise chain_refusal(self.where, from_seq - 1, "it is missing")
-        yield from self._store.fold_rows(from_seq, after=after)
+        return self._store.fold_rows(from_seq, after=after)
 
     def raw_events(
         self, from_seq: int = 1, *, kinds: Sequence[str] = ()

@@ -159,7 +159,7 @@ def _json_text(raw: bytes) -> bytes:
 
 
 def checked_fold_rows(
-    rows: Iterable[tuple[int, bytes, bytes, bytes, bytes, bytes, bytes]],
+    batches: Iterable[list[tuple[int, bytes, bytes, bytes, bytes, bytes, bytes]]],
     *,
     where: str,
     from_seq: int,
@@ -167,40 +167,53 @@ def checked_fold_rows(
 ) -> Iterator[tuple[int, str, bytes]]:
     """Replay's ``(seq, kind, body)`` of raw rows, checked as the chain (R-5, P-3).
 
-    ``rows`` are ``(seq, kind, body, at, actor, prev_hash, hash)`` with the
+    ``batches`` of rows ``(seq, kind, body, at, actor, prev_hash, hash)``, the
     text columns as their stored bytes (no text conversion per value, which
     would cost replay a third of its rate): the header is formatted from them,
     each kind, actor and run of equal ``at`` encoded once. The first row that
     is not the next link after ``prev_hash`` is ``CorruptLedger`` naming it.
     """
     sha256 = hashlib.sha256
-    kinds: dict[bytes, tuple[str, bytes]] = {}
-    actors: dict[bytes, bytes] = {}
-    last_at, at_json = None, b""
+    heads: dict[tuple[bytes, bytes, bytes], tuple[bytes, str]] = {}
     expected, prev = from_seq, prev_hash
-    for row in rows:
-        seq, raw_kind, body, at, actor, stored_prev, digest = row
-        known = kinds.get(raw_kind)
-        if known is None:
-            text = raw_kind.decode("utf-8", "replace")
-            known = kinds[raw_kind] = (text, _json_text(raw_kind))
-        if at != last_at:
-            last_at, at_json = at, _json_text(at)
-        who = actors.get(actor)
-        if who is None:
-            who = actors[actor] = _json_text(actor)
-        if (
-            seq != expected
-            or type(body) is not bytes
-            or stored_prev != prev
-            or sha256(
-                b"%s[%d,%s,%s,%s]\n%s" % (prev, seq, known[1], at_json, who, body)
-            ).digest()
-            != digest
-        ):
-            raise chain_refusal(where, min(seq, expected), _why(row, expected, prev))
-        yield seq, known[0], body
-        prev, expected = digest, expected + 1
+    try:
+        for batch in batches:
+            for seq, kind, body, at, actor, stored_prev, digest in batch:
+                key = (kind, at, actor)
+                head = heads.get(key)
+                if head is None:
+                    head = _head(heads, key)
+                if (
+                    seq != expected
+                    or stored_prev != prev
+                    or sha256(b"%s[%d%s%s" % (prev, seq, head[0], body)).digest()
+                    != digest
+                ):
+                    break
+                yield seq, head[1], body
+                prev, expected = digest, expected + 1
+            else:
+                continue
+            break
+        else:
+            return
+    except TypeError:  # a column stored as text where bytes belong
+        pass
+    row = (seq, kind, body, at, actor, stored_prev, digest)
+    raise chain_refusal(where, min(seq, expected), _why(row, expected, prev))
+
+
+def _head(
+    heads: dict[tuple[bytes, bytes, bytes], tuple[bytes, str]],
+    key: tuple[bytes, bytes, bytes],
+) -> tuple[bytes, str]:
+    """The header's tail after the seq for ``key``, and the kind as text."""
+    if len(heads) >= _TAILS_KEPT:
+        heads.clear()
+    kind, at, actor = key
+    tail = b",%s,%s,%s]\n" % (_json_text(kind), _json_text(at), _json_text(actor))
+    head = heads[key] = (tail, kind.decode("utf-8", "replace"))
+    return head
 
 
 def _why(
@@ -216,4 +229,4 @@ def _why(
         value.decode("utf-8", "replace") for value in (kind, at, actor)
     )
     stored = EventRow(seq, kind_text, at_text, actor_text, body, stored_prev, digest)
-    return _check(stored, expected, prev) or "it does not match"
+    return _check(stored, expected, prev) or "it does not match its hash"

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ledger.errors import (
     ConcurrencyConflict,
@@ -326,9 +326,20 @@ class SQLiteStore:
         checked as the chain that follows it (R-5): ``CorruptLedger`` names
         the first seq that is not its next link.
         """
-        if after is not None:
-            yield from self._chained_fold_rows(from_seq, after)
-            return
+        if after is None:
+            return self._fold_rows(from_seq)
+        with self._guard("reading events"):
+            cursor = self._conn.execute(_CHAIN_SELECT, (from_seq,))
+        batches = iter(partial(self._fetch, cursor), [])
+        return checked_fold_rows(
+            batches, where=str(self.path), from_seq=from_seq, prev_hash=after
+        )
+
+    def _fetch(self, cursor: sqlite3.Cursor) -> list[tuple[Any, ...]]:
+        with self._guard("reading events"):
+            return cursor.fetchmany(_READ_BATCH)
+
+    def _fold_rows(self, from_seq: int) -> Iterator[tuple[int, str, bytes]]:
         with self._guard("reading events"):
             cursor = self._conn.execute(
                 "SELECT seq, kind, body FROM events WHERE seq >= ? ORDER BY seq",
@@ -339,20 +350,6 @@ class SQLiteStore:
                     if type(row[2]) is not bytes:  # TEXT where a BLOB belongs
                         blob(row[2], self.path, row[0], "body")
                 yield from batch
-
-    def _chained_fold_rows(
-        self, from_seq: int, after: bytes
-    ) -> Iterator[tuple[int, str, bytes]]:
-        with self._guard("reading events"):
-            cursor = self._conn.execute(_CHAIN_SELECT, (from_seq,))
-            rows = (
-                row
-                for batch in iter(partial(cursor.fetchmany, _READ_BATCH), [])
-                for row in batch
-            )
-            yield from checked_fold_rows(
-                rows, where=str(self.path), from_seq=from_seq, prev_hash=after
-            )
 
     def _event_row(self, row: tuple[object, ...]) -> EventRow:
         # BLOB columns only: a body or hash stored as TEXT is damage (R-5).
