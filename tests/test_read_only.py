@@ -362,3 +362,51 @@ def test_every_reader_reads_a_run_owned_by_another_user(
         assert "not writable by you" in stderr, (args, stderr)
         assert "corrupt" not in stderr.lower()
     assert snapshot(run.folder) == before  # nothing written, no -shm or -wal
+
+
+def _hot_journal(run: CliRun) -> None:
+    """A writer killed mid-transaction: its pages half in ledger.db, a -journal."""
+    db = run.ledger_dir / "ledger.db"
+    pid = os.fork()
+    if pid == 0:  # never returns into pytest
+        try:
+            conn = sqlite3.connect(db, isolation_level=None)
+            conn.execute("PRAGMA cache_size=1")  # spill pages before the commit
+            conn.execute("BEGIN")
+            for number in range(300):
+                conn.execute(
+                    "INSERT INTO meta(key, value) VALUES (?, ?)",
+                    (f"x{number}", "y" * 2000),
+                )
+        finally:
+            os._exit(0)  # no commit, no rollback: as SIGKILL leaves it
+    os.waitpid(pid, 0)
+    assert Path(f"{db}-journal").stat().st_size > 0
+
+
+def test_a_transaction_left_to_roll_back_is_named_not_called_corrupt(
+    tmp_path: Path, templates: Templates, mounted: Callable[[CliRun], CliRun]
+) -> None:
+    """A rollback-journal run with a hot ``-journal``: refused in plain words, exit 5.
+
+    Only a writer may roll it back; reading without that would show half a
+    transaction, so a reader that cannot write says what to do instead.
+    """
+    folder = tmp_path / "src"
+    folder.mkdir()
+
+    def build_delete(run: CliRun) -> None:
+        run.create("--journal-mode", "delete")
+        run.collect(by_key({}))
+
+    source = templates("read-only-delete", folder, build_delete)
+    _hot_journal(source)
+    run = mounted(source)
+    before = snapshot(source.folder)
+    for command in ("status", "verify", "history"):
+        result = invoke(run, command, run.out)
+        assert result.exit_code == 5, (command, result.output)
+        assert "ledger.db-journal" in result.stderr, result.stderr
+        assert "roll back" in result.stderr
+        assert "corrupt" not in result.stderr.lower()
+    assert snapshot(source.folder) == before

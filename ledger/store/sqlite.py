@@ -24,7 +24,7 @@ from ledger.errors import (
 from ledger.events import ZERO_HASH
 from ledger.store.chain import chained_rows, checked_fold_rows
 from ledger.store.port import EventRow, NewEvent
-from ledger.store.sqlite_reader import is_wal, reader_uri
+from ledger.store.sqlite_reader import is_wal, reader_uri, unreadable_journal
 from ledger.store.sqlite_schema import (
     MIGRATIONS,
     PACKAGE_VERSION,
@@ -100,6 +100,9 @@ class SQLiteStore:
         store = cls._connect(path, writable=writable)
         try:
             store.check_schema()
+        except CorruptLedger as exc:
+            store.close()
+            raise (None if writable else unreadable_journal(path)) or exc from exc
         except BaseException:
             store.close()
             raise
@@ -122,7 +125,8 @@ class SQLiteStore:
             # breaks the chain at its seq, not as an error naming no event.
             conn.text_factory = _lenient_text
         except sqlite3.Error as exc:
-            raise translate(exc, path, "opening") from exc
+            journal = None if writable else unreadable_journal(path)
+            raise journal or translate(exc, path, "opening") from exc
         return cls(conn, path, writable=writable)
 
     def _migrate(self) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ledger.errors import StorageError
 
-__all__ = ["is_wal", "reader_uri"]
+__all__ = ["is_wal", "reader_uri", "unreadable_journal"]
 
 
 def reader_uri(path: Path) -> str:
@@ -63,3 +63,27 @@ def is_wal(path: Path) -> bool:
     except OSError:
         return False  # the open that follows names the error
     return len(header) == 20 and header[18] == header[19] == 2
+
+
+def unreadable_journal(path: Path) -> StorageError | None:
+    """Why a reader that cannot write could not open ``path``: a hot journal.
+
+    A writer of a rollback-journal database that stopped mid-transaction
+    leaves ``-journal``; SQLite must roll it back before anyone reads, which
+    needs write access (reading without it would show half a transaction).
+    ``None`` when that is not the cause.
+    """
+    journal = path.with_name(path.name + "-journal")
+    try:
+        size = journal.stat().st_size
+    except OSError:
+        return None
+    if size == 0 or os.access(path.parent, os.W_OK):
+        return None
+    return StorageError(
+        f"{path} has a transaction to roll back in {journal.name} (a writer "
+        f"stopped in the middle of one), which needs write access to "
+        f"{path.parent}; copy the run's folder to a place you can write, or "
+        "open it once as its owner, then read it again",
+        path=path,
+    )
