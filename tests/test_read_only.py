@@ -15,6 +15,7 @@ drops to uid/gid 65534 over root-owned files of mode 0644 in folders of 0755.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -161,8 +162,7 @@ def mounted(tmp_path: Path) -> Iterator[Callable[[CliRun], CliRun]]:
         target = tmp_path / f"mount{len(mounts)}"
         mount_read_only(run.folder, target)
         mounts.append(target)
-        seen = CliRun.__new__(CliRun)
-        seen.__dict__.update(run.__dict__)
+        seen = copy.copy(run)  # the same run, seen through the mount
         seen.folder = target
         seen.config = target / run.config.name
         seen.servers = target / run.servers.name
