@@ -153,10 +153,30 @@ def _load(path: Path) -> Any:
             f"cannot read the configuration {path}: it nests too deeply", path=path
         ) from None
     except (OSError, OmegaConfBaseException, ValueError, yaml.YAMLError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ConfigError(
-            f"cannot read the configuration {path}: {first}", path=path
+            f"cannot read the configuration {path}: {_yaml_problem(exc)}", path=path
         ) from exc
+
+
+def _yaml_problem(exc: Exception) -> str:
+    """What is wrong, in a line: the parser's problem and where, not its context."""
+    import yaml
+
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem:
+        mark = exc.problem_mark or exc.context_mark
+        where = (
+            ""
+            if mark is None
+            else f" at line {mark.line + 1}, column {mark.column + 1}"
+        )
+        problem = exc.problem
+        if "expansion exceeds" in problem:  # omegaconf's guard against alias bombs
+            problem = "its YAML aliases expand to too many values (an alias bomb?)"
+        return f"{problem}{where}"
+    text = str(exc)
+    if "integer string conversion" in text:
+        return "a number has more than 4300 digits"
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _plain(config: Any, path: str) -> dict[str, Any]:

@@ -17,9 +17,10 @@ from collections.abc import Callable, Iterator
 import msgspec
 
 from ledger import Ledger, LedgerError
-from ledger.events import Location
+from ledger.events import IndexEntry, Location
 from ledger.policy.log import policy_from_json
 from ledger.run.write_index import INDEX_CODE_VERSION, INDEX_KINDS, WriteIndex
+from ledger.store.materialize import index_entry
 from ledger.store.port import RunFiles
 from ledger.store.run_files import ChunkReader
 from projections.publish import rendered_files
@@ -162,14 +163,89 @@ def _materialized(ledger: Ledger, state: RunState) -> list[Finding]:
     except OSError as exc:
         return [Finding("inputs", f"cannot read it ({exc.strerror})", file=name)]
     if digest.hexdigest() != expected:
+        lines = _safely("inputs", lambda led: _changed_inputs(led, name), ledger)
+        told = "" if lines else _UNTOLD
         return [
             Finding(
                 "inputs",
-                "its sha256 is not the manifest's materialized_digest",
+                f"its sha256 is not the manifest's materialized_digest{told}",
                 file=name,
-            )
+            ),
+            *lines,
         ]
     return []
+
+
+#: Said when no line differs from what run_created records of each input row.
+_UNTOLD = (
+    "; no row differs from what run_created records of each (its length, task "
+    "and rollout indices, agent and rollout id), so the changed bytes lie inside "
+    "a value and their line cannot be told: compare the file with a backup"
+)
+_MAX_INPUT_LINES = 100
+
+
+def _changed_inputs(ledger: Ledger, name: str) -> list[Finding]:
+    """R-7: each line of the materialized inputs that is not the row recorded.
+
+    ``run_created`` records of each row its length, keys, agent and rollout id
+    (its index), not its bytes; a line whose length, JSON or index entry
+    differs is named, lines counted from 1 at each ``"\n"``.
+    """
+    index = ledger.run_created().index
+    if not index:
+        return []
+    findings: list[Finding] = []
+    number = 0
+    for number, data in enumerate(_lines(ledger.files.chunks(name)), start=1):
+        entry = index[number - 1] if number <= len(index) else None
+        problem = _input_problem(data, entry, number)
+        if problem is not None:
+            findings.append(Finding("inputs", problem, file=name, line=number))
+            if len(findings) == _MAX_INPUT_LINES:
+                findings.append(Finding("inputs", "more lines differ", file=name))
+                return findings
+    if number < len(index):
+        findings.append(
+            Finding(
+                "inputs",
+                f"the file ends at line {number} but {len(index)} rows were recorded",
+                file=name,
+                line=number + 1,
+            )
+        )
+    return findings
+
+
+def _lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """The file's lines, each with its ``"\n"`` (the last may lack it)."""
+    rest = b""
+    for chunk in chunks:
+        rest += chunk
+        *whole, rest = rest.split(b"\n")
+        for line in whole:
+            yield line + b"\n"
+    if rest:
+        yield rest
+
+
+def _input_problem(data: bytes, entry: IndexEntry | None, line: int) -> str | None:
+    if entry is None:
+        return "a row after the last one recorded when the run was created"
+    if len(data) != entry[3]:
+        return f"{len(data)} bytes where the recorded row had {entry[3]}"
+    try:
+        found = index_entry(
+            msgspec.json.decode(data), line=line, offset=entry[2], length=len(data)
+        )
+    except (msgspec.DecodeError, RecursionError, LedgerError):
+        return "no longer the JSON object recorded when the run was created"
+    if found != entry:
+        return (
+            "its indices, agent or rollout id differ from those recorded when the "
+            "run was created"
+        )
+    return None
 
 
 def _published(ledger: Ledger, state: RunState) -> list[Finding]:

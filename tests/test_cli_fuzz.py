@@ -13,6 +13,7 @@ opened for reading). ``demo`` runs a whole collection, so it gets only
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 from collections.abc import Iterator
@@ -33,6 +34,8 @@ from tests.test_cli_support import ACTOR, CliRun, graded
 COMMANDS = sorted(name for name in main.commands if name != "demo")
 #: Examples per command: 25 in the dev profile, more in CI's.
 EXAMPLES = settings().max_examples * 5 // 8
+#: Examples per option file, after its fixed odd contents: 4 in dev, 10 in CI.
+FILE_EXAMPLES = max(settings().max_examples // 15, 4)
 #: Seconds one invocation may take before it counts as a hang.
 HANG = 20
 
@@ -234,3 +237,245 @@ def test_cli_1_demo_refuses_odd_options_without_a_traceback(
         result = invoke(fixture, args)
     assert_no_traceback(result, args)
     assert result.exit_code in (0, 2)
+
+
+# -- option files: any content -------------------------------------------------------
+
+
+#: Contents every option file is tried with: each a way a file goes wrong.
+BOMB = "".join(
+    f"{name}: &{name} [{', '.join([f'*{prev}'] * 9)}]\n"
+    for prev, name in zip("abcdefgh", "bcdefghi", strict=True)
+)
+ODD_CONTENTS: dict[str, bytes] = {
+    "empty": b"",
+    "newlines": b"\n\r\n\n",
+    "nul bytes": b"\x00" * 64,
+    "invalid utf-8": b'{"a": "\xff\xfe\xc3"}\n\xc3\x28\n',
+    "utf-8 bom": b'\xef\xbb\xbf{"_ng_task_index": 0, "_ng_rollout_index": 0}\n',
+    "huge line": b'{"a": "' + b"x" * 2_000_000 + b'"}\n',
+    "huge number": b'{"_ng_task_index": 1' + b"0" * 5000 + b"}\n",
+    "deep json": b'{"a": ' + DEEP.encode() + b"}\n",
+    "deepish json": b'{"_ng_task_index": 0, "a": ' + DEEPISH.encode() + b"}\n",
+    "deep yaml": b"a: " + DEEPISH.encode() + b"\n",
+    "deep yaml blocks": b"".join(b"  " * i + b"k:\n" for i in range(2000)),
+    "wrong types": b'[1, "two", null, true, {"task": []}]\n',
+    "a json string": b'"just a string"\n',
+    "yaml alias bomb": (
+        "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + BOMB
+    ).encode(),
+    "yaml recursive alias": b"a: &a [*a]\n",
+    "yaml python tag": b'a: !!python/object/apply:os.system ["touch pwned"]\n',
+    "yaml python name": b"a: !!python/name:os.system\n",
+    "yaml custom tags": b'a: !custom x\nb: !!binary "aGVsbG8="\nc: !!set {x}\n',
+    "yaml merge keys": b"base: &b {x: 1}\nmine:\n  <<: *b\n  <<: [*b, *b]\n",
+    "yaml documents": b"a: 1\n---\nb: 2\n...\n---\n",
+    "yaml oddities": b"? [complex, key]\n: v\n.nan: .inf\n~: null\n0x10: 0o17\n",
+    "yaml tabs": b"a:\n\tb: 1\n",
+    "yaml duplicate keys": b"a: 1\na: 2\n",
+    "yaml interpolations": (
+        b"a: ${oc.env:HOME}\nb: ${c}\nc: ${b}\nd: ${oc.decode:'[1'}\n"
+    ),
+    "yaml unclosed": b"a: [1, 2\nb: {c: 'd\n",
+}
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One option file of one command: its arguments, ``FILE`` the fuzzed file.
+
+    ``OUT`` is the fixture's run, ``NEW`` a fresh output for ``create``,
+    ``LEGACY`` a run saved without a ledger for ``import``.
+    """
+
+    name: str
+    suffix: str
+    words: tuple[str, ...]
+
+    def args(self, run: CliRun, file: Path, fresh: Path, legacy: Path) -> list[str]:
+        places = {
+            "FILE": file, "OUT": run.out, "NEW": fresh, "LEGACY": legacy,
+            "CONFIG": run.config, "SERVERS": run.servers, "INPUTS": run.inputs,
+        }  # fmt: skip
+        return [str(places.get(word, word)) for word in self.words]
+
+
+_CREATE = "create NEW --inputs INPUTS --config CONFIG --global-config SERVERS"
+
+
+def _slot(name: str, suffix: str, words: str) -> Slot:
+    """A slot from its words; ``CONFIGS`` is the run's configuration options."""
+    words = words.replace("CONFIGS", "--config CONFIG --global-config SERVERS")
+    return Slot(name, suffix, tuple(words.split()))
+
+
+SLOTS = [
+    _slot("create --inputs", ".jsonl", _CREATE.replace("INPUTS", "FILE")),
+    _slot("create --config", ".yaml", _CREATE.replace("CONFIG", "FILE")),
+    _slot("create --global-config", ".yaml", _CREATE.replace("SERVERS", "FILE")),
+    _slot("create --policy", ".json", f"{_CREATE} --policy FILE"),
+    _slot("create --source", ".jsonl", f"{_CREATE} --source FILE"),
+    _slot(
+        "diff-config --config",
+        ".yaml",
+        "diff-config OUT --config FILE --global-config SERVERS",
+    ),
+    _slot(
+        "diff-config --global-config",
+        ".yaml",
+        "diff-config OUT --config CONFIG --global-config FILE",
+    ),
+    _slot("diff-config --source", ".jsonl", "diff-config OUT CONFIGS --source FILE"),
+    _slot(
+        "resume --config", ".yaml", "resume OUT --config FILE --global-config SERVERS"
+    ),
+    _slot(
+        "resume --global-config",
+        ".yaml",
+        "resume OUT --config CONFIG --global-config FILE",
+    ),
+    _slot("resume --source", ".jsonl", "resume OUT CONFIGS --source FILE"),
+    _slot(
+        "resume approvals (--rerun-masked-without-artifact)",
+        ".txt",
+        "resume OUT CONFIGS --rerun-masked-without-artifact FILE --dry-run",
+    ),
+    _slot("record ROWS.jsonl", ".jsonl", "record OUT FILE"),
+    _slot("import --inputs", ".jsonl", "import LEGACY --inputs FILE --dry-run"),
+]
+
+
+def _run_files(run: CliRun) -> dict[str, bytes]:
+    """The run's files as a refused command must leave them (SQLite's own aside)."""
+    return {
+        str(path.relative_to(run.out.parent)): path.read_bytes()
+        for path in sorted(run.out.parent.rglob("*"))
+        if path.is_file()
+        and path.name not in ("run.lock", "ledger.db-wal", "ledger.db-shm")
+    }
+
+
+def _mutated(original: bytes) -> st.SearchStrategy[bytes]:
+    """``original`` cut, with bytes flipped, or with bytes inserted."""
+    size = max(len(original), 1)
+    cut = st.integers(0, size).map(lambda n: original[:n])
+    flip = st.tuples(st.integers(0, size - 1), st.integers(1, 255)).map(
+        lambda p: (
+            original[: p[0]]
+            + bytes([(original[p[0] : p[0] + 1] or b"\0")[0] ^ p[1]])
+            + original[p[0] + 1 :]
+        )
+    )
+    insert = st.tuples(st.integers(0, size), st.binary(min_size=1, max_size=8)).map(
+        lambda p: original[: p[0]] + p[1] + original[p[0] :]
+    )
+    return st.one_of(cut, flip, insert)
+
+
+#: Keys a row, an approval or a policy has, so that wrong types meet them.
+_KEYS = ["_ng_task_index", "_ng_rollout_index", "agent_ref", "task", "rollout"]
+_KEYS += ["attempt", "max_free_attempts", "reward", "name", "x"]
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from(_KEYS), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+def _contents(original: bytes) -> st.SearchStrategy[bytes]:
+    rows = st.lists(_JSON.map(lambda v: json.dumps(v).encode()), max_size=4)
+    return st.one_of(
+        _mutated(original),
+        st.binary(max_size=512),
+        rows.map(lambda lines: b"\n".join(lines) + b"\n"),
+        st.text(max_size=200).map(lambda text: text.encode("utf-8", "surrogatepass")),
+    )
+
+
+def _original(run: CliRun, slot: Slot) -> bytes:
+    """The well-formed file a slot's fuzzed file stands for, to mutate."""
+    if "config" in slot.name and "global" in slot.name:
+        return run.servers.read_bytes()
+    if "config" in slot.name:
+        return run.config.read_bytes()
+    if "policy" in slot.name:
+        return b'{"max_free_attempts": 2, "fault_share": 0.5}\n'
+    if "approvals" in slot.name:
+        return b'0 0 0\n{"task": 1, "rollout": 0, "attempt": 0}\n'
+    if "record" in slot.name:
+        rows = [json.loads(line) for line in run.out.read_bytes().splitlines()]
+        return b"".join(json.dumps(row).encode() + b"\n" for row in rows[:2])
+    return run.inputs.read_bytes()
+
+
+@pytest.fixture(scope="module")
+def legacy(fixture: Fixture, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run saved without a ledger (its collector files only), for ``import``."""
+    folder = tmp_path_factory.mktemp("legacy")
+    for name in ("rollouts.jsonl", "rollouts_failures.jsonl"):
+        source = fixture.run.out.with_name(name)
+        if source.exists():
+            (folder / name).write_bytes(source.read_bytes())
+    return folder / "rollouts.jsonl"
+
+
+def _try_file(
+    fixture: Fixture, slot: Slot, data: bytes, fresh: Path, legacy: Path
+) -> Result:
+    run = fixture.run
+    path = run.folder / f"fuzzed{slot.suffix}"
+    path.write_bytes(data)
+    args = slot.args(run, path, fresh, legacy)
+    before = _run_files(run)
+    result = invoke(fixture, args)
+    assert_no_traceback(result, args)
+    assert result.exit_code in (0, 2, 3, 5), (slot.name, result.output)
+    if result.exit_code != 0:
+        assert _run_files(run) == before, (slot.name, data[:200])  # nothing written
+        assert not (fresh.parent / "rollouts_ledger" / "ledger.db").exists()
+    return result
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("slot", SLOTS, ids=[slot.name for slot in SLOTS])
+def test_cli_1_option_files_of_any_content_end_in_a_message(
+    slot: Slot,
+    fixture: Fixture,
+    legacy: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """CLI-1, R-5: an option file of any bytes: exit 0, 2, 3 or 5, never a traceback.
+
+    Each way a file goes wrong (``ODD_CONTENTS``: empty, invalid UTF-8, huge
+    lines, deep nesting, wrong types, YAML alias bombs and python tags, ...),
+    then random bytes, JSON of any shape and mutations of the well-formed file.
+    A refused command leaves the run's files byte-identical and creates nothing.
+    """
+    monkeypatch.delenv("ROLLOUT_LEDGER_STORE", raising=False)
+    fresh = iter(tmp_path / f"new{i}" / "rollouts.jsonl" for i in range(10_000))
+    tried = 0
+    with _in(fixture.run.folder):
+        for name, data in ODD_CONTENTS.items():
+            result = _try_file(fixture, slot, data, next(fresh), legacy)
+            if "python" in name and slot.suffix == ".yaml":  # never constructed
+                assert result.exit_code == 3, (name, result.output)
+            tried += 1
+        assert not (fixture.run.folder / "pwned").exists()
+
+        @settings(
+            max_examples=FILE_EXAMPLES,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        )
+        @given(_contents(_original(fixture.run, slot)))
+        def check(data: bytes) -> None:
+            nonlocal tried
+            _try_file(fixture, slot, data, next(fresh), legacy)
+            tried += 1
+
+        check()
+    assert tried > len(ODD_CONTENTS)

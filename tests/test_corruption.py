@@ -45,6 +45,7 @@ OUT, SIDECAR = "rollouts.jsonl", "rollouts_failures.jsonl"
 INPUTS = "rollouts_materialized_inputs.jsonl"
 COLLECTOR_FILES = (OUT, SIDECAR, INPUTS)
 HEAD = 22
+SNAPSHOT = 18  # the snapshot status and resume read from, then the tail after it
 MIXED = {
     (0, 1): failed("session_lost", answer=True),  # REC-20.5h: held until approved
     (2, 1): failed("session_lost"),  # REC-20.5i: counted, retried
@@ -348,26 +349,27 @@ def everywhere(code: int, *names: str) -> dict[str, Expect]:
     return {"verify": expect, "status": expect, "resume": expect}
 
 
-def below_head(*names: str) -> dict[str, Expect]:
-    """A log damaged below its head: ``verify`` names the seq (EV-2).
+def below_head(number: int) -> dict[str, Expect]:
+    """The log damaged at seq ``number``, below its head: ``verify`` names it (EV-2).
 
-    An open checks only the chain head (EV-12) and replay starts from the
-    snapshot, so ``status`` and ``resume`` refuse (exit 5, naming the seq) only
-    when they decode the damaged event, and otherwise proceed; R-5 asks for a
-    refusal (``test_r_5_resume_refuses_a_log_damaged_below_its_head``). Either
-    way the next ``verify`` still reports the damage: nothing hides it.
+    R-5 as amended: a command checks the head and every event it reads.
+    ``status`` and ``resume`` read the snapshot at seq ``SNAPSHOT`` and the
+    tail after it, so damage in the tail refuses them, exit 5, naming the
+    seq; damage below the snapshot is not read (and ``verify``'s to find),
+    unless a command reads that event by its kind (the policy events).
+    Either way the next ``verify`` reports it: nothing hides it.
     """
+    names = (seq(number),)
+    if number > SNAPSHOT:
+        return everywhere(5, *names)
     may_proceed = exits(0, 5, names=names)
-    return {
-        "verify": exits(5, names=names),
-        "status": may_proceed,
-        "resume": may_proceed,
-    }
+    verify = exits(5, names=names)
+    return {"verify": verify, "status": may_proceed, "resume": may_proceed}
 
 
 def event_cases() -> Iterator[Case]:
     # EV-2: one byte of each column of the first, middle and last events.
-    for number in (1, 12, 16, HEAD):
+    for number in (1, 12, 16, 20, HEAD):
         for column in ("kind", "at", "actor", "body", "prev_hash", "hash"):
             # body: its first byte, so it no longer decodes; 'kind': unknown.
             position = 0 if column == "body" else 5
@@ -375,29 +377,25 @@ def event_cases() -> Iterator[Case]:
             if number == HEAD or column == "kind":
                 expect = everywhere(5, seq(number))
             else:
-                expect = below_head(seq(number))
+                expect = below_head(number)
             yield Case(f"seq {number} {column} flipped", damage, **expect)
     # A byte of a value inside a body that still decodes: the meaning changed
     # (the reservation of task 2, rollout 1 moves from attempt 1 to attempt 0).
     yield Case(
         "seq 20 body still decodes",
         flip_in_body(20, b'"attempt":1'),
-        **below_head(seq(20)),
+        **below_head(20),
     )
 
 
 CASES: list[Case] = [
     *event_cases(),
     # -- deleted, duplicated and reordered events (EV-2) --
-    Case(
-        "seq 12 deleted",
-        sql("DELETE FROM events WHERE seq = 12"),
-        **below_head(seq(12)),
-    ),
+    Case("seq 12 deleted", sql("DELETE FROM events WHERE seq = 12"), **below_head(12)),
     Case(
         "run_created deleted",
         sql("DELETE FROM events WHERE seq = 1"),
-        **below_head(seq(1)),
+        **below_head(1),
     ),
     Case(
         # EV-2: deleting the newest event is invisible to the chain; its row
@@ -417,8 +415,9 @@ CASES: list[Case] = [
         ),
         **everywhere(5, seq(23)),
     ),
-    Case("bodies of seq 10 and 12 swapped", swap_bodies(10, 12), **below_head(seq(10))),
-    Case("bodies of seq 19 and 20 swapped", swap_bodies(19, 20), **below_head(seq(19))),
+    Case("seq 19 deleted", sql("DELETE FROM events WHERE seq = 19"), **below_head(19)),
+    Case("bodies of seq 10 and 12 swapped", swap_bodies(10, 12), **below_head(10)),
+    Case("bodies of seq 19 and 21 swapped", swap_bodies(19, 21), **below_head(19)),
     Case(
         "bodies of seq 21 and 22 swapped",
         swap_bodies(21, 22),
@@ -709,6 +708,8 @@ def test_the_prepared_run_has_the_layout_the_cases_assume(
             assert body.location.file == name  # type: ignore[union-attr]
             assert body.location.length == len(line) + 1  # type: ignore[union-attr]
     assert invoke(run, "verify", run.out).exit_code == 0
+    with connected(run) as conn:
+        assert conn.execute("SELECT seq FROM snapshots").fetchall() == [(SNAPSHOT,)]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
@@ -764,36 +765,85 @@ def test_ev_2_a_deleted_newest_event_shows_against_the_exported_head(
     assert stored.hash.hex() != exported[1]  # the exported head can
 
 
-# -- where the product breaks the spec ----------------------------------------------
+# -- R-5 as amended: what a command reads, it checks -------------------------------
 
 
-BELOW_HEAD = [
+BELOW_SNAPSHOT = [
     pytest.param(flip_event(12, "actor"), 12, id="actor of seq 12 flipped"),
-    pytest.param(flip_in_body(20, b'"attempt":1'), 20, id="seq 20 body still decodes"),
     pytest.param(flip_event(16, "body", 0), 16, id="seq 16 body does not decode"),
     pytest.param(sql("DELETE FROM events WHERE seq = 12"), 12, id="seq 12 deleted"),
-    pytest.param(sql("DELETE FROM events WHERE seq = 1"), 1, id="run_created deleted"),
     pytest.param(swap_bodies(10, 12), 10, id="bodies of seq 10 and 12 swapped"),
+    pytest.param(flip_event(17, "hash"), 17, id="hash of seq 17 flipped"),
+]
+ABOVE_SNAPSHOT = [
+    pytest.param(flip_in_body(20, b'"attempt":1'), 20, id="seq 20 body still decodes"),
+    pytest.param(flip_event(19, "body", 0), 19, id="seq 19 body does not decode"),
+    pytest.param(flip_event(21, "at"), 21, id="at of seq 21 flipped"),
+    pytest.param(sql("DELETE FROM events WHERE seq = 20"), 20, id="seq 20 deleted"),
+    pytest.param(swap_bodies(19, 21), 19, id="bodies of seq 19 and 21 swapped"),
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="R-5 lists flipped bytes and deleted or reordered events as 'always a "
-    "LedgerError ... exit 3 or 5', but a writer's open checks only the last two "
-    "events (Ledger._check_head, as EV-12 words it) and replay starts from the "
-    "snapshot at seq 18, so `resume` exits 0 and appends on a log that `verify` "
-    "reports broken at that seq, even when that event does not decode at all; "
-    "spec tension with EV-12 (head only) and P-5 (resume cost) to settle",
-)
-@pytest.mark.parametrize(("damage", "bad"), BELOW_HEAD)
-def test_r_5_resume_refuses_a_log_damaged_below_its_head(
+@pytest.mark.parametrize(("damage", "bad"), BELOW_SNAPSHOT)
+def test_r_5_resume_with_a_snapshot_leaves_damage_below_it_to_verify(
     damaged: Callable[[str], CliRun], damage: Damage, bad: int
 ) -> None:
+    """R-5: ``resume`` reads the snapshot and the tail; the full check is verify's.
+
+    Damage below the snapshot is not read, so ``resume`` proceeds; ``verify``
+    names the seq before and after it (EV-2): nothing hides it.
+    """
     run = damaged("prepared")
     damage(run)
-    result = invoke(run, "resume", run.out, *run.config_args())
-    check(result, exits(5, names=(seq(bad),)), "resume")
+    named = exits(5, names=(seq(bad),))
+    check(invoke(run, "verify", run.out), named, "verify")
+    check(invoke(run, "resume", run.out, *run.config_args()), OK, "resume")
+    check(invoke(run, "verify", run.out), named, "verify after")
+
+
+@pytest.mark.parametrize(("damage", "bad"), ABOVE_SNAPSHOT)
+def test_r_5_resume_refuses_damage_in_the_tail_it_reads(
+    damaged: Callable[[str], CliRun], damage: Damage, bad: int
+) -> None:
+    """R-5: an event of the tail after the snapshot is read, so checked: exit 5."""
+    run = damaged("prepared")
+    damage(run)
+    published = ledger_files(run, wal=False)
+    for command in (("resume", run.out, *run.config_args()), ("status", run.out)):
+        check(invoke(run, *command), exits(5, names=(seq(bad),)), command[0])
+    assert ledger_files(run, wal=False) == published  # nothing written
+
+
+def drop_snapshots(run: CliRun) -> None:
+    sql("DELETE FROM snapshots")(run)
+
+
+@pytest.mark.parametrize(("damage", "bad"), [*BELOW_SNAPSHOT, *ABOVE_SNAPSHOT])
+def test_r_5_without_a_snapshot_every_reader_refuses_damage_it_reads(
+    damaged: Callable[[str], CliRun], damage: Damage, bad: int
+) -> None:
+    """R-5: without a snapshot a command reads the whole log, so checks all of it.
+
+    ``resume``, ``status``, ``history``, ``export``, ``results``, ``check`` and
+    ``resume --dry-run`` each refuse, exit 5, naming the seq; nothing is written.
+    """
+    run = damaged("prepared")
+    drop_snapshots(run)
+    damage(run)
+    before, published = collector_files(run), ledger_files(run, wal=False)
+    commands = [
+        ("resume", run.out, *run.config_args()),
+        ("resume", run.out, "--dry-run", *run.config_args()),
+        ("status", run.out),
+        ("history", run.out),
+        ("export", run.out),
+        ("results", run.out),
+        ("check", run.out),
+    ]
+    for command in commands:
+        check(invoke(run, *command), exits(5, names=(seq(bad),)), command[0])
+    assert collector_files(run) == before
+    assert ledger_files(run, wal=False) == published
 
 
 #: Why verify misses the first bad seq just below the head (shared with R-7's
@@ -828,3 +878,31 @@ def test_r_5_a_shrunk_collector_file_is_refused_naming_the_line(
     edit_rows(name, edit)(run)
     for command in (["status", run.out], ["resume", run.out, *run.config_args()]):
         check(invoke(run, *command), exits(5, names=(row(name, line),)), command[0])
+
+
+def test_r_5_a_command_reads_events_of_any_text_as_the_chain_it_is(
+    damaged: Callable[[str], CliRun],
+) -> None:
+    """R-5: the replay's checked read hashes stored text as the chain did (EV-2).
+
+    An actor with non-ASCII letters, quotes, a backslash and a control
+    character is encoded as JSON escapes it; every reader still reads the
+    log as the whole chain it is, with and without the snapshot.
+    """
+    run = damaged("prepared")
+    actor = 'operator:zoë "the \\ reviewer"\t✓'
+    reset = CliRunner().invoke(
+        main,
+        ["reset-budget", str(run.out), "--reason", "odd actor"],
+        obj={"clock": run.clock, "actor": actor},
+    )
+    assert reset.exit_code == 0, reset.output
+    with Ledger.open(run.out) as led:
+        assert [e.actor for e in led.events()][-1] == actor
+    for command in ("status", "history", "check", "verify", "results"):
+        assert invoke(run, command, run.out).exit_code in (0, 75, 76), command
+    drop_snapshots(run)
+    for command in ("status", "resume"):
+        args = [*run.config_args()] if command == "resume" else []
+        result = invoke(run, command, run.out, *args)
+        assert result.exit_code == 0, (command, result.output)

@@ -105,6 +105,11 @@ LEDGER_INTERNALS: dict[str, tuple[frozenset[str], str]] = {
         frozenset({"ChunkReader"}),
         "verify reads the materialized inputs in chunks, wherever they are kept",
     ),
+    "ledger.store.materialize": (
+        frozenset({"index_entry"}),
+        "verify compares each materialized line with the index entry run_created "
+        "recorded for it (R-7)",
+    ),
     "ledger.run.write_index": (
         frozenset({"INDEX_CODE_VERSION", "INDEX_KINDS", "WriteIndex"}),
         "verify rebuilds the write index and compares it with the saved snapshot",

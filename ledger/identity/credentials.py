@@ -62,8 +62,12 @@ def credential_interpolation(one: Interpolation) -> bool:
 # "basic" is everyday prose, so only the header spellings of Basic count.
 _AUTH_SCHEME = r"(?:[Bb][Ee][Aa][Rr][Ee][Rr]|Basic|BASIC)"
 _BEARER = re.compile(rf"(?<![A-Za-z0-9_]){_AUTH_SCHEME}(\s+)([^\s\"']+)")
-# ID-12: the password of a URL, up to the last "@" before the host.
-_URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*://[^\s/?#@:]*:)([^\s/?#]*)@")
+# ID-12: the password of a URL, up to the last "@" before the host. The scheme
+# is bounded: unbounded, a long run of letters made the search quadratic (a
+# 40,000-character value took 4 s); a longer scheme still matches its tail.
+_URL_PASSWORD = re.compile(
+    r"([A-Za-z][A-Za-z0-9+.\-]{0,63}://[^\s/?#@:]*:)([^\s/?#]*)@"
+)
 # ID-12: NAME=value, NAME: value and --NAME value, for a credential-named NAME.
 # Only a credential-named name consumes what follows it, so a harmless
 # "Note: api_key=..." still has its assignment found.
@@ -108,6 +112,8 @@ def _free_marker(text: str) -> str:
 def _redact_patterns(text: str) -> str:
     text = _redact_assignments(text)
     text = _BEARER.sub(lambda m: f"{m.group(0)[: -len(m.group(2))]}{REDACTED}", text)
+    if "://" not in text:
+        return text
     return _URL_PASSWORD.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
 
 

@@ -8,13 +8,14 @@ growing prefix.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, NamedTuple
 
 import psycopg
 
 from ledger.postgres.schema import SCHEMA
+from ledger.store.chain import checked_rows
 from ledger.store.port import EventRow
 
 __all__ = ["COLUMNS", "StoreReadingMixin", "StoredRow"]
@@ -51,6 +52,7 @@ class StoreReadingMixin:
     run: str
     read_batch: int
     kind_window: int
+    path: str
 
     def _guard(self, doing: str) -> AbstractContextManager[None]:
         raise NotImplementedError
@@ -87,9 +89,19 @@ class StoreReadingMixin:
             for row in page:
                 yield EventRow(*row)
 
-    def fold_rows(self, from_seq: int = 1) -> Iterator[tuple[int, str, bytes]]:
-        """``(seq, kind, body)`` of the rows from ``from_seq``: replay's read."""
-        for row in self.rows(from_seq):
+    def fold_rows(
+        self, from_seq: int = 1, *, after: bytes | None = None
+    ) -> Iterator[tuple[int, str, bytes]]:
+        """``(seq, kind, body)`` of the rows from ``from_seq``: replay's read.
+
+        With ``after``, checked as the chain that follows it (R-5).
+        """
+        rows: Iterable[EventRow] = self.rows(from_seq)
+        if after is not None:
+            rows = checked_rows(
+                rows, where=self.path, from_seq=from_seq, prev_hash=lambda: after
+            )
+        for row in rows:
             yield row.seq, row.kind, bytes(row.body)
 
     def _kind_windows(

@@ -23,6 +23,7 @@ from ledger.run.doctor import (
     wal_check,
 )
 from ledger.run.ledger import Ledger
+from ledger.store.read_only import unwritable
 from ledger.store.registry import home_for, resolve_out
 
 __all__ = ["DoctorReport", "doctor"]
@@ -73,6 +74,11 @@ def _folder_report(out: Path) -> DoctorReport:
         with Ledger.open(out) as led:
             mode, head = led.journal_mode, led.head()[0]
     probe_dir = paths.ledger_dir if paths.ledger_dir.is_dir() else paths.folder
+    read_only = unwritable(probe_dir)
+    if read_only is not None:
+        # No probe file can be made, and no collector can own the run here:
+        # a writer is refused before its lock, so flock cannot be shared.
+        return _read_only_report(out, probe_dir, head, mode, read_only)
     checks = (
         flock_check(probe_dir),
         wal_check(out, probe_dir, head),
@@ -81,6 +87,30 @@ def _folder_report(out: Path) -> DoctorReport:
     )
     advice = _journal_advice(mode, checks[1].ok)
     return DoctorReport(checks, mode, advice, flock_enforced=checks[0].ok)
+
+
+def _read_only_report(
+    out: Path, probe_dir: Path, head: int | None, mode: str | None, reason: str
+) -> DoctorReport:
+    paths = RunPaths.of(out)
+    checks = (
+        Check(
+            "writable",
+            False,
+            f"{reason}: every reader works; commands that record refuse (copy the "
+            "run's folder to a place you can write to continue it)",
+        ),
+        Check(
+            "flock across processes",
+            True,
+            "not tried: no collector can write here, so none can share the run",
+        ),
+        wal_check(out, probe_dir, head),
+        free_space_check(probe_dir),
+        lock_holder_check(paths.lock),
+    )
+    advice = "read-only here: reading a run needs no write access"
+    return DoctorReport(checks, mode, advice, flock_enforced=True)
 
 
 def _store_report(url: str) -> DoctorReport:

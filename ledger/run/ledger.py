@@ -133,8 +133,9 @@ class Ledger(LogReader, RecordingMixin):
     ) -> Ledger:
         """Open a run: a writer with the held lock, else a read-only reader.
 
-        ``check_head=False`` (readers only) skips the head's chain check, for
-        ``verify``, which checks the whole chain and names the first bad seq.
+        ``check_head=False`` (readers only) skips the chain checks of the head
+        and of each event read (R-5), for ``verify``, which checks the whole
+        chain and names the first bad seq.
 
         ``out`` may be a run URL (SC-1): with the held lock the ledger is the
         coordinator; without it, a worker that may reserve, record and admit

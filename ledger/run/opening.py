@@ -29,8 +29,9 @@ def open_run(
 ) -> Iterator[Ledger]:
     """The run at ``out``: a reader, or with ``write`` its writer under the lock.
 
-    ``check_head=False`` (readers only) skips the head's chain check, for a
-    caller that checks the whole chain itself (``verify``).
+    ``check_head=False`` (readers only) skips the chain checks of the head
+    and of each event read (R-5), for a caller that checks the whole chain
+    itself (``verify``).
     """
     if not write:
         with Ledger.open(out, check_head=check_head) as led:

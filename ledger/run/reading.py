@@ -9,8 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from ledger.errors import CorruptLedger, UnknownEvent
-from ledger.events import KINDS, RunCreated, StoredEvent
-from ledger.store.chain import ChainBreak, first_chain_break
+from ledger.events import KINDS, ZERO_HASH, RunCreated, StoredEvent
+from ledger.store.chain import (
+    ChainBreak,
+    chain_refusal,
+    checked_rows,
+    first_chain_break,
+)
 from ledger.store.decode import decode_row
 from ledger.store.port import EventRow, EventStore
 
@@ -25,6 +30,8 @@ class LogReader:
         #: The run's log, for messages: ``ledger.db``'s path, or the run URL.
         self.where = where
         self._check_head_on_open = check_head
+        #: R-5: check every event read (``verify`` checks the whole chain itself).
+        self._check_reads = check_head
 
     def _check_saved_work(self) -> None:
         # EV-12 / REC-51: refuse unknown or corrupt saved work before anything.
@@ -67,25 +74,49 @@ class LogReader:
     ) -> Iterator[StoredEvent]:
         """Stored events in ``seq`` order from ``from_seq``, streamed (EV-13)."""
         db = self.where  # once, not per row: replay reads millions (P-3)
-        for row in self._store.rows(from_seq, kinds=kinds):
+        for row in self.raw_events(from_seq, kinds=kinds):
             yield decode_row(row, path=db)
 
     def raw_events_at(self, seqs: Sequence[int]) -> Iterator[EventRow]:
         """The stored rows of ``seqs`` (those that exist), undecoded, by ``seq``."""
-        return self._store.rows_at(seqs)
+        return self._checked(self._store.rows_at(seqs), 1, chain=False)
 
     def rows_for_fold(self, from_seq: int = 1) -> Iterator[tuple[int, str, bytes]]:
         """``(seq, kind, body)`` of the stored events from ``from_seq``, undecoded.
 
-        Replay's fast read (P-3); ``projections.replay`` decodes and checks them.
+        Replay's read (P-3); ``projections.replay`` decodes them. The rows are
+        the chain from ``from_seq`` (R-5: a command checks what it reads).
         """
-        return self._store.fold_rows(from_seq)
+        if not self._check_reads:
+            return self._store.fold_rows(from_seq)
+        after = ZERO_HASH if from_seq == 1 else self._store.hash_at(from_seq - 1)
+        if after is None:
+            if self._store.head()[0] < from_seq:
+                return iter(())  # an empty tail has nothing to link to
+            raise chain_refusal(self.where, from_seq - 1, "it is missing")
+        return self._store.fold_rows(from_seq, after=after)
 
     def raw_events(
         self, from_seq: int = 1, *, kinds: Sequence[str] = ()
     ) -> Iterator[EventRow]:
-        """Stored rows, undecoded, for chain checks and exports."""
-        return self._store.rows(from_seq, kinds=kinds)
+        """Stored rows, undecoded, for chain checks and exports.
+
+        R-5: each row read is checked; all of them from ``from_seq`` on as the
+        chain they make, rows of some ``kinds`` each against its own hash.
+        """
+        rows = self._store.rows(from_seq, kinds=kinds)
+        return self._checked(rows, from_seq, chain=not kinds)
+
+    def _checked(
+        self, rows: Iterator[EventRow], from_seq: int, *, chain: bool
+    ) -> Iterator[EventRow]:
+        # R-5 as amended: every command checks the head (at its open) and
+        # every event it reads; `verify` opens without, to report every break
+        # itself rather than stop at the first.
+        if not self._check_reads:
+            return rows
+        before = (lambda: self._store.hash_at(from_seq - 1)) if chain else None
+        return checked_rows(rows, where=self.where, from_seq=from_seq, prev_hash=before)
 
     def head(self) -> tuple[int, bytes]:
         """``(seq, hash)`` of the newest event."""

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from ledger.errors import LockHeld, LockLost, StorageError
 from ledger.files import not_regular
+from ledger.store.read_only import refuse_unwritable
 
 __all__ = ["FileLock"]
 
@@ -112,6 +113,7 @@ class FileLock:
 
     def acquire(self) -> None:
         """Take the lock, or raise ``LockHeld`` naming its holder."""
+        refuse_unwritable(self.path.parent)  # a read-only run: plain words
         _make_folder(self.path.parent)
         folder_fd = _open_folder(self.path.parent)
         try:

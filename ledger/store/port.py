@@ -193,8 +193,15 @@ class EventStore(Protocol):
         """The stored rows of ``seqs`` (those that exist), in ``seq`` order."""
         ...
 
-    def fold_rows(self, from_seq: int = 1) -> Iterator[tuple[int, str, bytes]]:
-        """``(seq, kind, body)`` of the rows from ``from_seq``: replay's read."""
+    def fold_rows(
+        self, from_seq: int = 1, *, after: bytes | None = None
+    ) -> Iterator[tuple[int, str, bytes]]:
+        """``(seq, kind, body)`` of the rows from ``from_seq``: replay's read.
+
+        With ``after`` (the hash of the event before ``from_seq``), the rows
+        are checked as the chain that follows it: ``CorruptLedger`` names the
+        first seq that is not its next link (R-5).
+        """
         ...
 
     def distinct_kinds(self) -> set[str]:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ledger.errors import (
     ConcurrencyConflict,
@@ -22,8 +23,9 @@ from ledger.errors import (
     StorageError,
 )
 from ledger.events import ZERO_HASH
-from ledger.store.chain import chained_rows
+from ledger.store.chain import chained_rows, checked_fold_rows
 from ledger.store.port import EventRow, NewEvent
+from ledger.store.sqlite_reader import is_wal, reader_uri, unreadable_journal
 from ledger.store.sqlite_schema import (
     MIGRATIONS,
     PACKAGE_VERSION,
@@ -40,6 +42,11 @@ __all__ = ["SCHEMA_VERSION", "EventRow", "NewEvent", "SQLiteStore"]
 _READ_BATCH = 1024
 _FIRST_BATCH = 8
 _SELECT = "SELECT seq, kind, at, actor, body, prev_hash, hash FROM events"
+#: Replay's checked read: the text columns as their stored bytes (P-3).
+_CHAIN_SELECT = (
+    "SELECT seq, CAST(kind AS BLOB), body, CAST(at AS BLOB), CAST(actor AS BLOB), "
+    "prev_hash, hash FROM events WHERE seq >= ? ORDER BY seq"
+)
 _INSERT = (
     "INSERT INTO events(seq, kind, at, actor, body, prev_hash, hash) "
     "VALUES (?, ?, ?, ?, ?, ?, ?)"
@@ -98,6 +105,9 @@ class SQLiteStore:
         store = cls._connect(path, writable=writable)
         try:
             store.check_schema()
+        except CorruptLedger as exc:
+            store.close()
+            raise (None if writable else unreadable_journal(path)) or exc from exc
         except BaseException:
             store.close()
             raise
@@ -105,7 +115,7 @@ class SQLiteStore:
 
     @classmethod
     def _connect(cls, path: Path, *, writable: bool) -> SQLiteStore:
-        target = str(path) if writable else f"{path.as_uri()}?mode=ro"
+        target = str(path) if writable else reader_uri(path)
         try:
             conn = sqlite3.connect(
                 target,
@@ -120,7 +130,8 @@ class SQLiteStore:
             # breaks the chain at its seq, not as an error naming no event (R-7).
             conn.text_factory = _lenient_text
         except sqlite3.Error as exc:
-            raise translate(exc, path, "opening") from exc
+            journal = None if writable else unreadable_journal(path)
+            raise journal or translate(exc, path, "opening") from exc
         return cls(conn, path, writable=writable)
 
     def _migrate(self) -> None:
@@ -313,12 +324,31 @@ class SQLiteStore:
                 for row in cursor.fetchall():
                     yield self._event_row(row)
 
-    def fold_rows(self, from_seq: int = 1) -> Iterator[tuple[int, str, bytes]]:
+    def fold_rows(
+        self, from_seq: int = 1, *, after: bytes | None = None
+    ) -> Iterator[tuple[int, str, bytes]]:
         """``(seq, kind, body)`` of the rows from ``from_seq``, streamed.
 
         Replay's read (P-3): only the columns every fold step uses, as SQLite
-        gives them (each text column read costs a text conversion).
+        gives them (each text column read costs a text conversion). With
+        ``after``, the hash of the event before ``from_seq``, the rows are
+        checked as the chain that follows it (R-5): ``CorruptLedger`` names
+        the first seq that is not its next link.
         """
+        if after is None:
+            return self._fold_rows(from_seq)
+        with self._guard("reading events"):
+            cursor = self._conn.execute(_CHAIN_SELECT, (from_seq,))
+        batches = iter(partial(self._fetch, cursor), [])
+        return checked_fold_rows(
+            batches, where=str(self.path), from_seq=from_seq, prev_hash=after
+        )
+
+    def _fetch(self, cursor: sqlite3.Cursor) -> list[tuple[Any, ...]]:
+        with self._guard("reading events"):
+            return cursor.fetchmany(_READ_BATCH)
+
+    def _fold_rows(self, from_seq: int) -> Iterator[tuple[int, str, bytes]]:
         with self._guard("reading events"):
             cursor = self._conn.execute(
                 "SELECT seq, kind, body FROM events WHERE seq >= ? ORDER BY seq",
@@ -397,7 +427,10 @@ class SQLiteStore:
     def journal_mode(self) -> str:
         """The database's journal mode (``wal`` or ``delete``)."""
         with self._guard("reading the journal mode"):
-            return str(self._conn.execute("PRAGMA journal_mode").fetchone()[0])
+            mode = str(self._conn.execute("PRAGMA journal_mode").fetchone()[0])
+        # A reader opened ``immutable=1`` (a folder it cannot write) is told
+        # ``delete``; the file's header keeps the mode it was made with.
+        return "wal" if mode == "delete" and is_wal(self.path) else mode
 
     def finish(self) -> None:
         """Checkpoint the whole WAL, check the file, close (a database built aside).
