@@ -18,7 +18,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.internals import SQLiteStore  # noqa: E402
+from tests.internals import SQLiteStore
 
 REPORT_ENV = "ROLLOUT_LEDGER_FAULT_REPORT"
 

@@ -224,6 +224,7 @@ def killed_at(traced: Traced, point: KillPoint, folder: Path) -> None:
     )
     calls = kill_points(traced.trace, folder)
     # The kill enters the call: its line is the last state change traced.
-    assert calls and calls[-1].name == point.name, (point, calls[-1:])
+    assert calls, (point, "no state change traced")
+    assert calls[-1].name == point.name, (point, calls[-1])
     assert calls[-1].ordinal == point.ordinal, (point, calls[-1])
     assert calls[-1].kind == point.kind, (point, calls[-1])

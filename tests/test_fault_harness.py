@@ -58,7 +58,6 @@ from click.testing import CliRunner, Result
 
 from cli import main
 from tests.fault_support import (
-    KillPoint,
     Traced,
     chosen,
     kill_points,
@@ -339,13 +338,13 @@ COMMANDS = {
 
 
 @pytest.fixture(scope="module")
-def stages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
+def stages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Each starting run, built once through the command line."""
     made: dict[str, Path] = {}
     for stage in ("inputs", "created", "planned", "recorded", "legacy"):
         made[stage] = tmp_path_factory.mktemp(f"stage-{stage}")
         build(made[stage], stage)
-    yield made
+    return made
 
 
 def fresh(stage: Path, folder: Path) -> Files:
@@ -470,11 +469,11 @@ def test_ev_11_disk_full_exits_plainly_and_the_next_command_recovers(
     """EV-11, REC-70, SC-5 (issue 18): ENOSPC at several fill levels of a tmpfs.
 
     The levels: no space free, then one more page at a time until the
-    command succeeds. Each level: the command exits 0 or refuses (3 or 5) with a plain message
-    naming a path of the run, no traceback; with the space freed, the same
-    command (or, after a refusal naming the folder, the command again on a
-    clean folder) succeeds and ``verify`` passes; the collector's files keep
-    every byte.
+    command succeeds. Each level: the command exits 0 or refuses (3 or 5)
+    with a plain message naming a path of the run, no traceback; what exited
+    0 verifies; with the space freed, the same command (or, after a refusal
+    naming the folder, the command again on a clean folder) succeeds and
+    ``verify`` passes; the collector's files keep every byte.
     """
     spec = COMMANDS[command]
     folder = small_fs / "run"
