@@ -460,9 +460,7 @@ def fill(mount: Path, leave: int) -> Path:
     return filler
 
 
-@pytest.mark.parametrize(
-    "command", commands("create", "record", "import", "export --files")
-)
+@pytest.mark.parametrize("command", commands("create", "record", "import"))
 def test_ev_11_disk_full_exits_plainly_and_the_next_command_recovers(
     command: str, stages: dict[str, Path], small_fs: Path
 ) -> None:
