@@ -274,8 +274,14 @@ def _record_args(files: Files) -> list[Any]:
     return ["record", files.out, files.folder / "outcomes.jsonl"]
 
 
+def whole_lines(found: dict[str, bytes]) -> dict[str, bytes]:
+    """Each file up to its last newline: what a torn-tail repair may not cut."""
+    return {name: data[: data.rfind(b"\n") + 1] for name, data in found.items()}
+
+
 def _after_record(files: Files, traced: Traced, before: dict, what: str) -> None:
     kept_their_bytes(before, files.collector(), what)
+    killed = whole_lines(files.collector())  # rows the killed record wrote
     # The next command is resume, as a collector continues; its refusal of
     # rows without events (exit 3) is what a killed record must not leave.
     resume = invoke(*_resume_args(files))
@@ -287,7 +293,7 @@ def _after_record(files: Files, traced: Traced, before: dict, what: str) -> None
     resume = invoke(*_resume_args(files))
     assert resume.exit_code == 0, (what, "resume after record", resume.output)
     verified(files.out, what)
-    kept_their_bytes(before, files.collector(), what)
+    kept_their_bytes(killed, files.collector(), what)
     attempts_recorded_once(files, what)
 
 
