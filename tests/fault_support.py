@@ -119,11 +119,17 @@ def _changes_state(name: str, rest: str) -> bool:
 _FD_CALLS = ("write", "pwrite64", "fsync", "fdatasync", "ftruncate", "flock", "fcntl")
 
 
+def _under(path: str, where: str) -> bool:
+    return path == where or path.startswith(where + "/")
+
+
 def _touches(name: str, rest: str, where: str) -> bool:
     if name in _FD_CALLS:  # the file its descriptor names, not the bytes written
         fd = re.match(r"\d+<([^>]*)>", rest)
-        return fd is not None and fd[1].startswith(where)
-    return where in re.sub(r"AT_FDCWD<[^>]*>", "AT_FDCWD", rest)
+        return fd is not None and _under(fd[1], where)
+    rest = re.sub(r"AT_FDCWD<[^>]*>", "AT_FDCWD", rest)
+    paths = re.findall(r"<(/[^>]*)>|\"(/[^\"]*)\"", rest)
+    return any(_under(a or b, where) for a, b in paths)
 
 
 def kill_points(trace: str, folder: Path) -> list[KillPoint]:
