@@ -23,6 +23,7 @@ import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from tests.prerequisites import unavailable
@@ -66,11 +67,24 @@ _LINE = re.compile(r"^(?P<pid>\d+) +(?P<name>[a-z0-9_]+)\((?P<rest>.*)$")
 _RANDOM = re.compile(r"[0-9a-f]{8,}")
 
 
+@cache
+def _strace_works(found: str) -> str:
+    probe = subprocess.run(
+        [found, "-f", "-qq", "-o", os.devnull, "true"], capture_output=True, text=True
+    )
+    return "" if probe.returncode == 0 else probe.stderr.strip()
+
+
 def strace() -> str:
-    """The strace binary; skipped without it (failed under ``CI=true``)."""
+    """The strace binary; skipped without it (failed under ``CI=true``).
+
+    Also when it cannot trace here (a container without ``ptrace``).
+    """
     found = shutil.which("strace")
     if found is None:
         unavailable("strace is not installed (apt-get install strace)")
+    if problem := _strace_works(found):
+        unavailable(f"strace cannot trace processes here: {problem}")
     return found
 
 
