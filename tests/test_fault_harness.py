@@ -360,19 +360,7 @@ def fresh(stage: Path, folder: Path) -> Files:
     return Files(folder)
 
 
-REC = pytest.mark.xfail(strict=False, reason="fixed by branch i18-rec")
-LOCK = pytest.mark.xfail(strict=False, reason="fixed by branch i18-lock")
-
-
-def commands(*failing_on_main: str) -> list[Any]:
-    """Every command; those named fail on main until their branch is merged."""
-    return [
-        pytest.param(name, marks=[REC] if name in failing_on_main else [])
-        for name in COMMANDS
-    ]
-
-
-@pytest.mark.parametrize("command", commands("record"))
+@pytest.mark.parametrize("command", COMMANDS)
 def test_r_1_ev_12_sigkill_at_each_system_call_then_the_next_command_recovers(
     command: str, stages: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -470,7 +458,7 @@ def fill(mount: Path, leave: int) -> Path:
     return filler
 
 
-@pytest.mark.parametrize("command", commands("create", "record", "import"))
+@pytest.mark.parametrize("command", COMMANDS)
 def test_ev_11_disk_full_exits_plainly_and_the_next_command_recovers(
     command: str, stages: dict[str, Path], small_fs: Path
 ) -> None:
@@ -620,7 +608,6 @@ def one_owner_at_a_time(
     verified(out, "after a lost lock")
 
 
-@LOCK
 def test_lock_1_a_removed_lock_file_stops_its_holder_before_it_appends(
     stages: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -639,7 +626,6 @@ def test_lock_1_a_removed_lock_file_stops_its_holder_before_it_appends(
         holder.stop()
 
 
-@LOCK
 def test_sc_4_a_terminated_lock_session_stops_the_coordinator_before_it_appends(
     stages: dict[str, Path], tmp_path: Path, pg_url: str, pg_admin: Any
 ) -> None:
