@@ -61,7 +61,6 @@ def credential_interpolation(one: Interpolation) -> bool:
     return any(credential_interpolation(inner) for inner in one.nested)
 
 
-
 def _free_marker(text: str) -> str:
     # A private-use character the text does not hold, to stand in for the
     # interpolations left while the patterns run (so they stay atomic).
@@ -188,7 +187,9 @@ class Redactor:
             entry = _named_entry(value)
             out: dict[str, Any] = {}
             for key, item in value.items():
-                name = self.text(key, resolved=resolved) if isinstance(key, str) else key
+                name = (
+                    self.text(key, resolved=resolved) if isinstance(key, str) else key
+                )
                 whole = credential_named(str(key)) or (entry and key == "value")
                 out[name] = REDACTED if whole else self.safe(item, resolved=resolved)
             return out
@@ -202,14 +203,16 @@ class Redactor:
         return value
 
 
-def credential_safe(value: Any) -> Any:
+def credential_safe(value: Any, *, resolved: bool = False) -> Any:
     """The value as plain data with every credential replaced by ``"<redacted>"``.
 
     A credential-named key keeps its name and loses its whole value (``null``
     included, so the identity never tells whether a credential was set).
     Interpolations are not resolved: a credential-named one is replaced whole.
     A value found below a credential-named key is replaced wherever else it
-    occurs in ``value`` too.
+    occurs in ``value`` too. ``resolved=True`` takes ``value`` as final values
+    (an identity, a message): a ``${...}`` in it is text, and the patterns apply
+    to it like to any other text.
     """
     plain = to_plain(value)
-    return Redactor.of(plain).safe(plain)
+    return Redactor.of(plain).safe(plain, resolved=resolved)

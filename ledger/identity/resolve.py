@@ -55,7 +55,9 @@ def _unparsable(
 class ConfigContext:
     """An OmegaConf view of one normalized configuration, resolved part by part."""
 
-    def __init__(self, context: Mapping[str, Any], *, redactor: Redactor | None) -> None:
+    def __init__(
+        self, context: Mapping[str, Any], *, redactor: Redactor | None
+    ) -> None:
         """``redactor`` is ``None`` for the unredacted form (ID-14)."""
         self._redactor = redactor
         try:
