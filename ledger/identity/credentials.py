@@ -110,18 +110,16 @@ def _named_entry(mapping: Mapping[str, Any]) -> bool:
     )
 
 
-# An ALL_CAPS name or a credential-named identifier below a credential-named
-# key ("api_key_name: OPENAI_API_KEY") names a variable; it is no secret.
-_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# An environment variable's name below a credential-named key
+# ("api_key_name: OPENAI_API_KEY") names where a secret is; it is none.
+_VARIABLE_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
 
 
 def _memorable(value: str) -> bool:
     """Whether a credential value is worth searching for elsewhere."""
     if len(value) < MIN_KNOWN_LENGTH or "${" in value or REDACTED in value:
         return False
-    if _VARIABLE_NAME.fullmatch(value):
-        return not (value.isupper() or credential_named(value))
-    return True
+    return _VARIABLE_NAME.fullmatch(value) is None
 
 
 def _gather(value: Any, found: set[str], *, inside: bool) -> None:
@@ -132,7 +130,8 @@ def _gather(value: Any, found: set[str], *, inside: bool) -> None:
     elif isinstance(value, Mapping):
         entry = _named_entry(value)
         for key, item in value.items():
-            below = credential_named(str(key)) or (entry and key == "value")
+            name = redact_secrets(key) if isinstance(key, str) else str(key)
+            below = credential_named(name) or (entry and key == "value")
             _gather(item, found, inside=inside or below)
     elif isinstance(value, list):
         for index, item in enumerate(value):
@@ -190,7 +189,9 @@ class Redactor:
                 name = (
                     self.text(key, resolved=resolved) if isinstance(key, str) else key
                 )
-                whole = credential_named(str(key)) or (entry and key == "value")
+                # Judged on the redacted name, so a rotated secret inside a key
+                # never changes whether its value counts as a credential.
+                whole = credential_named(str(name)) or (entry and key == "value")
                 out[name] = REDACTED if whole else self.safe(item, resolved=resolved)
             return out
         if isinstance(value, list):
