@@ -584,3 +584,91 @@ def test_sc_1_a_postgresql_driver_url_names_the_run_on_postgresql(
     status = run.ok("status", f"{pg_url}?run=r2", "--json")
     assert json.loads(status.stdout)["coverage"]["decisions"]["pending"] == 6
     assert _tree(tmp_path) == before  # the run is on PostgreSQL, not on local disk
+
+
+# -- ID-13: an imported run's rows and manifest -------------------------------------
+
+_IMPORTED = [f"S3cImported{i:03d}xyzw" for i in range(6)]
+
+
+def _line(row: dict[str, Any]) -> str:
+    return json.dumps(row) + "\n"
+
+
+def test_id_13_an_imported_run_stores_no_secret_of_its_rows_or_manifest(
+    tmp_path: Path,
+) -> None:
+    """ID-13 (R-6): omission reasons, failure kinds, the refusal of a row, and a
+    NeMo Gym manifest beside the run are recorded and shown redacted."""
+    s = _IMPORTED
+    out = tmp_path / "rollouts.jsonl"
+    keys = [(t, r) for t in range(2) for r in range(2)]
+    (tmp_path / "rollouts_materialized_inputs.jsonl").write_text(
+        "".join(
+            _line({"_ng_task_index": t, "_ng_rollout_index": r, "q": f"q{t}"})
+            for t, r in keys
+        )
+    )
+    out.write_text(_line({"_ng_task_index": 0, "_ng_rollout_index": 0, **graded()}))
+    (tmp_path / "rollouts_failures.jsonl").write_text(
+        _line(
+            {
+                "_ng_task_index": 0,
+                "_ng_rollout_index": 1,
+                "_ng_omitted": True,
+                "_ng_failure_message": f"https://bot:{s[0]}@h said Bearer {s[1]}",
+            }
+        )
+        + _line(
+            {
+                "_ng_task_index": 1,
+                "_ng_rollout_index": 0,
+                "reward": 0.0,
+                "_ng_failure_class": f"--api-key {s[2]}",
+            }
+        )
+        + _line(
+            {
+                "_ng_task_index": 1,
+                "_ng_rollout_index": 1,
+                "_ng_attempt_index": f"token={s[3]}",
+                "_ng_failure_class": "transient",
+            }
+        )
+    )
+    (tmp_path / "rollouts_manifest.json").write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "run_id": "5f" + "0" * 30,
+                "config_digest": "ab" * 32,
+                "launcher": {"env": f"HF_TOKEN={s[4]}", "hub": f"hf_{s[5]}0000000"},
+            }
+        )
+    )
+    collector = {
+        path.name: path.read_bytes() for path in _files(tmp_path) if path.is_file()
+    }
+    driven, clock = Driven(), Clock(seed=3)
+    refused = _invoke(driven, clock, "import", out)
+    assert refused.exit_code == 3  # the refusal quotes the line's value, redacted
+    assert "token=<redacted>" in refused.stderr
+    dry = _invoke(driven, clock, "import", out, "--dry-run", "--skip-rejected")
+    done = _invoke(driven, clock, "import", out, "--skip-rejected")
+    assert dry.exit_code == 0, dry.stderr
+    assert done.exit_code == 0, done.stderr
+    for command in (("history", out), ("status", out), ("export", out)):
+        assert _invoke(driven, clock, *command).exit_code == 0, command
+    stored = {
+        path.name: path.read_bytes()
+        for path in _files(tmp_path)
+        if path.name not in collector  # the collector's files are its data
+    }
+    assert stored  # the ledger's files were scanned
+    leaks = [
+        (name, x) for name, data in stored.items() for x in s if x.encode() in data
+    ]
+    leaks += [("output", x) for x in s if x in "\n".join(driven.shown)]
+    assert leaks == []
+    after = {path.name: path.read_bytes() for path in _files(tmp_path)}
+    assert {name: after[name] for name in collector} == collector  # untouched
