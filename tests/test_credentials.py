@@ -251,6 +251,19 @@ def test_id_11_credential_named_keys(key: str, named: bool) -> None:
             {"api_key_name": "OPENAI_API_KEY", "doc": "set OPENAI_API_KEY"},
             {"api_key_name": R, "doc": "set OPENAI_API_KEY"},
         ),
+        # a placeholder is no value to search for; a key keeps its name
+        (
+            {"client_password": "password", "doc": "the password field"},
+            {"client_password": R, "doc": "the password field"},
+        ),
+        (
+            {
+                "api_key": "S3cKnownValue7",
+                "S3cKnownValue7_dir": "x",
+                "v": "aS3cKnownValue7",
+            },
+            {"api_key": R, "S3cKnownValue7_dir": "x", "v": "aS3cKnownValue7"},
+        ),
     ],
 )
 def test_id_12_every_credential_form_is_redacted(value: Any, expected: Any) -> None:

@@ -38,7 +38,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from cli import main
-from ledger import Clock, Ledger
+from ledger import Clock, Ledger, credential_safe
 from tests.internals import Redactor, credential_named, find_interpolations
 from tests.prerequisites import CONFIGS_ENV, nemo_gym_configs, require_folder
 from tests.test_cli_support import CliRun, graded, read_jsonl, write_jsonl
@@ -378,6 +378,36 @@ def _leaks(
     text = "\n".join(driven.shown)
     found += [f"output: {s}" for s in config + rows if s in text]
     return found
+
+
+_FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _keys(value: Any) -> Iterator[str]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _keys(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _keys(item)
+
+
+def test_id_11_redaction_keeps_every_key_name_of_the_real_configurations() -> None:
+    """ID-11/ID-12: over every real configuration, credential redaction changes
+    values only: every key keeps its name (``client_password`` stays
+    ``client_password`` whatever value it holds), and every changed value reads
+    ``<redacted>``. (Read with PyYAML's C loader, for speed: the keys and
+    scalars are those OmegaConf reads, unresolved.)"""
+    files = config_files()
+    changed = 0
+    for path in files:
+        plain = yaml.load(path.read_text(encoding="utf-8"), Loader=_FAST_LOADER)
+        safe = credential_safe(plain)
+        assert list(_keys(safe)) == list(_keys(plain)), path
+        changed += json.dumps(safe, default=str) != json.dumps(plain, default=str)
+    assert len(files) > 0
+    assert changed > 0  # some configurations hold credentials, and lost them
 
 
 @pytest.mark.slow

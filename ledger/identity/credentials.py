@@ -51,8 +51,17 @@ __all__ = [
 ]
 
 
+#: Resolvers whose first argument is a value, not the name of a variable or a
+#: setting: what they make is judged by its value once resolved.
+_VALUE_RESOLVERS = frozenset({"oc.decode", "oc.create"})
+
+
 def credential_interpolation(one: Interpolation) -> bool:
     """Whether an interpolation reads a credential-named variable or setting (ID-12)."""
+    if one.resolver in _VALUE_RESOLVERS:
+        # Its text is data ("{hdr: 'Bearer ...'}"): a word in it names nothing,
+        # and judging it by name would make the identity depend on the secret.
+        return any(credential_interpolation(inner) for inner in one.nested)
     names = [one.name] if one.resolver is None else [one.resolver, one.name]
     # A name built by another interpolation (${oc.env:${b}}) cannot be judged
     # before resolving, so it is treated as a credential (ID-11: no leak).
@@ -113,13 +122,17 @@ def _named_entry(mapping: Mapping[str, Any]) -> bool:
 # An environment variable's name below a credential-named key
 # ("api_key_name: OPENAI_API_KEY") names where a secret is; it is none.
 _VARIABLE_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+# A lowercase word ("password", "changeme") or a phrase ("insert model api
+# key") below a credential-named key is a placeholder; searched for elsewhere
+# it would redact ordinary words.
+_PLACEHOLDER = re.compile(r"[a-z]+|.*\s.*", re.DOTALL)
 
 
 def _memorable(value: str) -> bool:
     """Whether a credential value is worth searching for elsewhere."""
     if len(value) < MIN_KNOWN_LENGTH or "${" in value or REDACTED in value:
         return False
-    return _VARIABLE_NAME.fullmatch(value) is None
+    return not (_VARIABLE_NAME.fullmatch(value) or _PLACEHOLDER.fullmatch(value))
 
 
 def _gather(value: Any, found: set[str], *, inside: bool) -> None:
@@ -166,12 +179,18 @@ class Redactor:
     def __repr__(self) -> str:
         return f"Redactor(<{len(self._known)} known values, in memory>)"
 
-    def text(self, text: str, *, resolved: bool = False) -> str:
+    def text(self, text: str, *, resolved: bool = False, key: bool = False) -> str:
         """One string redacted: a configuration's (interpolations kept whole) or,
-        ``resolved``, a final value or any other text (patterns everywhere)."""
+        ``resolved``, a final value or any other text (patterns everywhere).
+
+        A mapping ``key`` gets the patterns only: a known value is searched for
+        among values (a YAML alias repeats a value, never a key), and a key
+        such as ``client_password`` keeps its name whatever its value is.
+        """
+        known = () if key else self._known
         if resolved:
-            return redact_secrets(text, self._known)
-        return redact_text(text, self._known)
+            return redact_secrets(text, known)
+        return redact_text(text, known)
 
     def safe(self, value: Any, *, resolved: bool = False) -> Any:
         """Plain ``value`` with every credential replaced by ``"<redacted>"``.
@@ -187,7 +206,9 @@ class Redactor:
             out: dict[str, Any] = {}
             for key, item in value.items():
                 name = (
-                    self.text(key, resolved=resolved) if isinstance(key, str) else key
+                    self.text(key, resolved=resolved, key=True)
+                    if isinstance(key, str)
+                    else key
                 )
                 # Judged on the redacted name, so a rotated secret inside a key
                 # never changes whether its value counts as a credential.

@@ -19,7 +19,7 @@ print. :func:`redact_secrets` replaces, in any text:
   private keys;
 - and the exact values a caller already knows to be credentials (``known``: the
   values found below credential-named keys, so a YAML alias that repeats one
-  under another key is caught).
+  under another key is caught), as whole tokens.
 
 Each credential becomes the fixed marker ``<redacted>`` (ID-10), so a
 redacted text does not change when only a credential value rotates (ID-15).
@@ -133,7 +133,9 @@ def _redact_assignments(text: str) -> str:
 def _redact_known(text: str, known: Iterable[str]) -> str:
     for secret in known:  # longest first, so a longer one is never split
         if secret in text:
-            text = text.replace(secret, REDACTED)
+            # Whole tokens only: never the middle of a longer word or name.
+            bounded = rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])"
+            text = re.sub(bounded, REDACTED, text)
     return text
 
 
