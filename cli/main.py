@@ -3,7 +3,10 @@
 Commands import the library lazily, inside their bodies, so ``--help`` stays
 quick (P-6). A library error reaches the user as one message and its exit
 code, never a traceback; warnings of the ``ledger`` and ``projections``
-loggers are printed on stderr.
+loggers are printed on stderr. Every message printed here (errors, usage
+errors, warnings) passes through the library's one redaction of
+credential-shaped values first (ID-13): the backstop behind the redaction each
+message already had where it was made.
 """
 
 from __future__ import annotations
@@ -22,11 +25,19 @@ __all__ = ["main"]
 _LOGGERS = ("ledger", "projections")
 
 
+def _safe(message: str) -> str:
+    """``message`` with every credential-shaped value redacted (ID-13)."""
+    import ledger  # already loaded when a library error or warning exists
+
+    return ledger.redact_secrets(message)
+
+
 class _EchoHandler(logging.Handler):
     """Library warnings on the current stderr, one line each."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        click.echo(f"rollout-ledger: warning: {record.getMessage()}", err=True)
+        message = _safe(record.getMessage())
+        click.echo(f"rollout-ledger: warning: {message}", err=True)
 
 
 class LedgerGroup(click.Group):
@@ -38,14 +49,18 @@ class LedgerGroup(click.Group):
             logging.getLogger(name).addHandler(handler)
         try:
             return super().invoke(ctx)
-        except (click.exceptions.Exit, click.ClickException, click.Abort):
-            raise  # --help, usage errors: click's own (P-6: no library import)
+        except (click.exceptions.Exit, click.Abort):
+            raise  # --help, --version, ^C: click's own (P-6: no library import)
+        except click.ClickException as exc:
+            # A usage error may quote an argument (a URL with a password).
+            vars(exc)["message"] = _safe(exc.message)  # Final in click's types
+            raise
         except Exception as exc:
             import ledger
 
             if not isinstance(exc, ledger.LedgerError):
                 raise  # a bug: exit 1 with its traceback (CLI-1)
-            click.echo(f"rollout-ledger: {exc}", err=True)
+            click.echo(f"rollout-ledger: {_safe(str(exc))}", err=True)
             sys.exit(exc.exit_code)
         finally:
             for name in _LOGGERS:

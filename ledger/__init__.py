@@ -11,6 +11,11 @@ storage; ``resolve_out`` turns ``OUT`` as a person writes it (a path, a run
 URL, a run name in ``ROLLOUT_LEDGER_STORE``, a folder holding one run) into
 what ``Ledger.open`` and ``RunLock`` take.
 
+``redact_secrets`` is the one redaction of credential-shaped values in text
+(URL passwords, bearer and basic authorization, ``--api-key``-style arguments,
+``NAME=secret`` assignments, provider token formats), which the identity, the
+row facts and reasons, the published files and every message use (ID-13).
+
 What the commands call, one function each: ``open_run`` (a run opened
 read-only, or as its writer under the lock), ``doctor`` (the environment
 checks, a ``DoctorReport``), ``copy_to_files`` and ``copy_into_store`` (a run
@@ -39,7 +44,7 @@ from ledger.errors import (
     UnknownEvent,
 )
 from ledger.files import atomic_replace, publish_json
-from ledger.identity.credentials import credential_safe
+from ledger.identity.credentials import credential_safe, redact_secrets
 from ledger.identity.digest import config_identity, identity_digest
 from ledger.identity.drift import Drift, classify_key, diff_keys, drift
 from ledger.identity.manifest import RunManifest
@@ -166,6 +171,7 @@ __all__ = [
     "publish_json",
     "read_plan_rows",
     "record_plan_rows",
+    "redact_secrets",
     "resolve_out",
     "rollout_id",
     "rollout_wallclock",

@@ -2,13 +2,19 @@
 
 Every error keeps its facts as attributes so callers and the CLI can render or
 map them (CLI-1) without parsing messages. Messages say what happened, where
-(file and line, seq, dotted key), and what to do; they never hold a credential.
+(file and line, seq, dotted key), and what to do; they never hold a credential:
+each is built from redacted values where it is made, and the root passes its
+message through the one redaction of credential-shaped values once more
+(ID-13), whatever a path, an argument or a quoted value held.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+from ledger.identity.secret_text import redact_secrets
 
 
 class LedgerError(Exception):
@@ -17,6 +23,11 @@ class LedgerError(Exception):
     #: The CLI's exit code for this error (CLI-1): 5, "unknown, corrupt or
     #: unsupported saved work", for any LedgerError without a code of its own.
     exit_code: int = 5
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(
+            *(redact_secrets(arg) if isinstance(arg, str) else arg for arg in args)
+        )
 
 
 class Refused(LedgerError):

@@ -14,7 +14,7 @@ import msgspec
 from ledger import Ledger
 from ledger.identity.normalize import get_path, has_path
 from projections.current_manifest import current_manifest
-from projections.gate import GateVerdict, gate
+from projections.gate import GateVerdict, gate, saved_identity
 from projections.replay import replay
 
 __all__ = ["ConfigDiff", "KeyDiff", "config_diff"]
@@ -53,6 +53,7 @@ def config_diff(
     current = current_manifest(ledger, state, config, global_config, source=source)
     verdict = gate(state, current)
     drift = verdict.drift
+    saved = saved_identity(state)
     keys: list[KeyDiff] = []
     if drift is not None:
         for key_class, names in (
@@ -63,7 +64,7 @@ def config_diff(
                 KeyDiff(
                     name,
                     key_class,
-                    _shown(state.identity, name),
+                    _shown(saved, name),
                     _shown(current.identity, name),
                 )
                 for name in names

@@ -7,6 +7,7 @@ from typing import Any
 
 import msgspec
 
+from ledger import redact_secrets
 from ledger.errors import RecoveryIncomplete
 from projections.decide import (
     DECISION_VALUES,
@@ -133,6 +134,15 @@ def _totals(state: RunState, tally: _Tally) -> dict[str, int]:
     }
 
 
+def _safe_kinds(kinds: Counter[str]) -> dict[str, int]:
+    # ID-13: a kind is a row's string; one a log written before redaction holds
+    # is published with its credential-shaped parts as <redacted>.
+    safe: Counter[str] = Counter()
+    for kind, count in kinds.items():
+        safe[redact_secrets(kind)] += count
+    return dict(sorted(safe.items()))
+
+
 def coverage(state: RunState, decisions: Decisions | None = None) -> Coverage:
     """REC-41: counts that add up to ``expected``, each split to its decision."""
     decisions = decide_all(state) if decisions is None else decisions
@@ -152,7 +162,7 @@ def coverage(state: RunState, decisions: Decisions | None = None) -> Coverage:
         masked=tally.masked,
         suspect=tally.suspect,
         tasks=tally.tasks,
-        failure_kinds=dict(sorted(tally.kinds.items())),
+        failure_kinds=_safe_kinds(tally.kinds),
         totals=_totals(state, tally),
     )
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from ledger import IdentityMismatch, RunManifest
+from ledger import IdentityMismatch, RunManifest, credential_safe
 from ledger.events import DriftAccepted, Event, IdentityAdopted, IdentityOverridden
 from ledger.identity.digest import identity_digest
 from ledger.identity.drift import Drift, drift
@@ -20,7 +20,7 @@ from ledger.identity.forms import added_at_default
 from ledger.identity.normalize import get_path, has_path
 from projections.state import RunState
 
-__all__ = ["GateVerdict", "gate"]
+__all__ = ["GateVerdict", "gate", "saved_identity"]
 
 _UNSAFE_HINT = (
     "`--allow-unsafe` would proceed and record identity_overridden with these keys, "
@@ -39,8 +39,14 @@ class GateVerdict(msgspec.Struct, frozen=True):
     record: Event | None = None  # the identity event resume appends (REC-56)
 
 
-def _saved_identity(state: RunState) -> dict[str, Any] | None:
-    # ID-33: a saved identity counts only when its digest is the saved config_digest.
+def saved_identity(state: RunState) -> dict[str, Any] | None:
+    """The run's saved identity when it counts (ID-33), credential-safe (ID-13).
+
+    A log written before values were redacted may hold a credential its
+    configuration resolved (an ``${oc.env:...}`` URL password); redacted here,
+    it is never shown, and rotating it is no drift (ID-15): the comparison
+    sees the same ``<redacted>`` on both sides.
+    """
     identity = state.identity
     if identity is None:
         return None
@@ -48,7 +54,10 @@ def _saved_identity(state: RunState) -> dict[str, Any] | None:
         counts = identity_digest(identity) == state.manifest.get("config_digest")
     except Exception:  # an identity that cannot be digested does not count
         counts = False
-    return identity if counts else None
+    if not counts:
+        return None
+    safe: dict[str, Any] = credential_safe(identity, resolved=True)
+    return safe
 
 
 def _shown(identity: dict[str, Any] | None, key: str) -> str:
@@ -118,7 +127,7 @@ def _compare_config(state: RunState, current: RunManifest) -> _Config:
     saved_digest = str(state.manifest.get("config_digest"))
     if current.config_digest == saved_digest:
         return _Config()
-    saved = _saved_identity(state)
+    saved = saved_identity(state)
     now = current.identity
     if saved is not None and now is not None:
         found = drift(saved, now) or Drift()

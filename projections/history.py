@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from ledger import MAX_INDEX, MAX_SEQ, bounded
+from ledger import MAX_INDEX, MAX_SEQ, bounded, redact_secrets
 from ledger import events as ev
 from ledger.errors import ConfigError
 from projections.decide import Decision, decide
@@ -270,7 +270,8 @@ def _entry(
         task=None if key is None else key[0],
         rollout=None if key is None else key[1],
         attempt=None if key is None else key[2],
-        summary=summary,
+        # ID-13: a reason or kind a log written before redaction holds.
+        summary=redact_secrets(summary),
         marks=trail.marks(event, key),
     )
 

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from ledger.event_views import VIEWS
     from ledger.files import canonical_json
     from ledger.identity.credentials import (
+        Redactor,
         credential_interpolation,
         credential_named,
         redact_text,
@@ -198,6 +199,7 @@ __all__ = [
     "OutcomeReader",
     "PostgresStore",
     "Recorder",
+    "Redactor",
     "RejudgmentRef",
     "RolloutState",
     "RunPaths",

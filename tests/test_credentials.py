@@ -27,6 +27,7 @@ from ledger import (
     diff_keys,
     drift,
     identity_digest,
+    redact_secrets,
 )
 from tests.internals import credential_named, redact_text
 from tests.test_identity import changed, nemo_configuration
@@ -224,6 +225,45 @@ def test_id_11_credential_named_keys(key: str, named: bool) -> None:
         ("https://u:${oc.env:DB_PW}@h/", f"https://u:{R}@h/"),
         ("${policy_model_name}", "${policy_model_name}"),
         ("\\${oc.env:HF_TOKEN}", "\\${oc.env:HF_TOKEN}"),
+        # more argument and header spellings
+        ("serve --token abc --port 9", f"serve --token {R} --port 9"),
+        ("serve --password=abc", f"serve --password={R}"),
+        (["--hf-token", "abc"], ["--hf-token", R]),
+        ("Authorization: basic dXNlcjpwYXNz", f"Authorization: {R}"),
+        ("authorization: token abc", f"authorization: {R}"),
+        # a URL with a driver, and a password used as a mapping key
+        ("postgresql+psycopg://u:pw@db/x", f"postgresql+psycopg://u:{R}@db/x"),
+        (
+            {"mirrors": {"https://u:pw@hub/x": 1}},
+            {"mirrors": {f"https://u:{R}@hub/x": 1}},
+        ),
+        # provider token formats, wherever they stand
+        ("use sk-proj-AbCdEf0123456789xyz", f"use {R}"),
+        ({"note": "hf_AbCdEfGhIjKlMnOpQrStUv"}, {"note": R}),
+        # interpolations stay whole; what they resolve to is redacted later
+        ("${oc.env:DB,'postgres://u:pw@h/x'}", "${oc.env:DB,'postgres://u:pw@h/x'}"),
+        # a value below a credential-named key, repeated elsewhere (a YAML alias)
+        (
+            {"api_key": "S3cAliasedValue9", "launch": "S3cAliasedValue9", "n": "x"},
+            {"api_key": R, "launch": R, "n": "x"},
+        ),
+        (
+            {"api_key_name": "OPENAI_API_KEY", "doc": "set OPENAI_API_KEY"},
+            {"api_key_name": R, "doc": "set OPENAI_API_KEY"},
+        ),
+        # a placeholder is no value to search for; a key keeps its name
+        (
+            {"client_password": "password", "doc": "the password field"},
+            {"client_password": R, "doc": "the password field"},
+        ),
+        (
+            {
+                "api_key": "S3cKnownValue7",
+                "S3cKnownValue7_dir": "x",
+                "v": "aS3cKnownValue7",
+            },
+            {"api_key": R, "S3cKnownValue7_dir": "x", "v": "aS3cKnownValue7"},
+        ),
     ],
 )
 def test_id_12_every_credential_form_is_redacted(value: Any, expected: Any) -> None:
@@ -267,6 +307,171 @@ def test_id_12_redacted_text_never_resolves_to_the_credential(
     assert "hf_planted_secret_0044" not in resolved
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("postgresql+psycopg://user:pw@db/x", f"postgresql+psycopg://user:{R}@db/x"),
+        ("serve --api-key S3cK --port 1", f"serve --api-key {R} --port 1"),
+        ("serve --api-key=S3cK", f"serve --api-key={R}"),
+        ("serve --token S3cK", f"serve --token {R}"),
+        ("serve --password=S3cK", f"serve --password={R}"),
+        ("HF_TOKEN=S3cK rest", f"HF_TOKEN={R} rest"),
+        ("Authorization: basic dXNlcjpwYXNz", f"Authorization: {R}"),
+        ("upstream said: Bearer abc.def", f"upstream said: Bearer {R}"),
+        ("key sk-proj-AbCdEf0123456789xyz", f"key {R}"),
+        ("sk-ant-api03-AbCdEf0123456789", R),
+        ("hf_AbCdEfGhIjKlMnOpQrStUv", R),
+        ("ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", R),
+        ("github_pat_11ABCDEFG0123456789_abcdefghij", R),
+        ("glpat-AbCdEfGhIjKlMnOpQrSt", R),
+        ("xoxb-123456789012-abcdefABCDEF", R),
+        ("id AKIAIOSFODNN7EXAMPLE", f"id {R}"),
+        ("AIzaSyA-0123456789abcdefghijklmnopqrstu", R),
+        ("nvapi-AbCdEfGhIjKlMnOpQrStUv", R),
+        ("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NSJ9.c2lnbmF0dXJl", f"jwt {R}"),
+        ("-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----", R),
+        # inside an interpolation's text too (a message quoting a configuration)
+        (
+            "${oc.env:X,'postgres://u:pw@h/db'}",
+            f"${{oc.env:X,'postgres://u:{R}@h/db'}}",
+        ),
+        # what is no credential stays
+        ("http://host:8443/v1", "http://host:8443/v1"),
+        ("eos_token=</s> max_tokens=5", "eos_token=</s> max_tokens=5"),
+        ("task-0123456789abcdefghij", "task-0123456789abcdefghij"),
+        ("sha256 " + "ab" * 32, "sha256 " + "ab" * 32),
+        ("timeout", "timeout"),
+    ],
+)
+def test_id_12_redact_secrets_finds_credential_shaped_values_in_any_text(
+    text: str, expected: str
+) -> None:
+    """ID-12/ID-13: the one redaction of text (messages, row strings, values)."""
+    assert redact_secrets(text) == expected
+
+
+def _alnum(secret: str) -> str:
+    """A secret in the alphabet and at the length of provider tokens."""
+    return "".join(c if c.isalnum() else "x" for c in secret).ljust(34, "0")
+
+
+#: (name, setting, globals, environment), each planting ``{s}`` where a value
+#: resolved from an interpolation of an innocent name holds a credential (ID-12).
+VALUE_FORMS: list[tuple[str, str, dict[str, str], dict[str, str]]] = [
+    ("env url password", "${oc.env:RL_DB}", {}, {"RL_DB": "postgresql://u:{s}@db/x"}),
+    ("env driver url", "${oc.env:RL_DB}", {}, {"RL_DB": "mysql+pymysql://u:{s}@db/x"}),
+    ("env --api-key", "${oc.env:RL_ARGS}", {}, {"RL_ARGS": "serve --api-key {s} -v"}),
+    ("env --api-key=", "${oc.env:RL_ARGS}", {}, {"RL_ARGS": "serve --api-key={s}"}),
+    ("env bearer", "${oc.env:RL_HDR}", {}, {"RL_HDR": "Bearer {s}"}),
+    ("env assignment", "${oc.env:RL_ENV}", {}, {"RL_ENV": "--env HF_TOKEN={s} -d"}),
+    ("env token format", "${oc.env:RL_TOK}", {}, {"RL_TOK": "sk-{a}"}),
+    ("default url", "${oc.env:RL_UNSET_9,'postgresql://u:{s}@db/x'}", {}, {}),
+    ("default bearer", "${oc.env:RL_UNSET_9,'Bearer {s}'}", {}, {}),
+    ("default token", "${oc.env:RL_UNSET_9,hf_{a}}", {}, {}),
+    ("select", "${oc.select:plant_store}", {"plant_store": "https://u:{s}@h/x"}, {}),
+    ("select default", "${oc.select:no_such,'Bearer {s}'}", {}, {}),
+    ("decode", "${oc.decode:'Bearer {s}'}", {}, {}),
+    ("create", "${oc.create:'{hdr: \"Bearer {s}\"}'}", {}, {}),
+    ("basic", "Authorization: basic {s}", {}, {}),
+    ("reference", "${plant_args}", {"plant_args": "--password {s}"}, {}),
+]
+
+
+def _with_value_form(
+    form: tuple[str, str, dict[str, str], dict[str, str]], secret: str
+) -> tuple[Any, Any, dict[str, str]]:
+    _, setting, globals_, env = form
+
+    def filled(text: str) -> str:
+        return text.replace("{s}", secret).replace("{a}", _alnum(secret))
+
+    config, global_config, _ = nemo_configuration()
+    agent = global_config["math_agent"]["responses_api_agents"]["simple_agent"]
+    agent["plant"] = filled(setting)
+    global_config.update({key: filled(value) for key, value in globals_.items()})
+    return config, global_config, {key: filled(value) for key, value in env.items()}
+
+
+@pytest.mark.parametrize("form", VALUE_FORMS, ids=[form[0] for form in VALUE_FORMS])
+def test_id_12_a_value_resolved_from_an_interpolation_is_redacted_and_never_drifts(
+    form: tuple[str, str, dict[str, str], dict[str, str]],
+) -> None:
+    """ID-12/ID-13/ID-15 (R-6): what ``${oc.env:...}`` of an innocent name, a
+    default, ``oc.select``, ``oc.decode`` or ``oc.create`` resolves to is
+    redacted by its value; rotating it changes neither identity nor digest."""
+    rows = [{"agent_ref": {"name": "math_agent"}}]
+    identities = []
+    for secret in ("S3cFirstSecret0001", "S3cOtherSecret0002"):
+        config, global_config, env = _with_value_form(form, secret)
+        with mock.patch.dict(os.environ, env):
+            identity = config_identity(config, global_config, rows)
+        agent = identity["servers"]["math_agent"]["responses_api_agents"]
+        text = json.dumps(identity)
+        assert secret not in text
+        assert _alnum(secret) not in text
+        assert R in json.dumps(agent["simple_agent"]["plant"])  # it was resolved
+        identities.append(identity)
+    assert diff_keys(*identities) == []
+    assert identity_digest(identities[0]) == identity_digest(identities[1])
+
+
+def test_id_12_a_yaml_alias_of_an_api_key_is_redacted_under_its_other_key(
+    tmp_path: Path,
+) -> None:
+    """ID-12 (R-6): an anchor/alias repeats an ``api_key`` under an innocent key."""
+    identities = []
+    for secret in ("S3cAnchoredKey0001", "S3cAnchoredKey0002"):
+        path = tmp_path / "servers.yaml"
+        path.write_text(
+            "agent:\n"
+            "  responses_api_agents:\n"
+            "    simple_agent:\n"
+            "      entrypoint: app.py\n"
+            f"      api_key: &key {secret}\n"
+            "      launch_args: [--model, m, *key]\n"
+            "      note: *key\n",
+            encoding="utf-8",
+        )
+        identity = config_identity({}, OmegaConf.load(path), [])
+        agent = identity["servers"]["agent"]["responses_api_agents"]["simple_agent"]
+        assert secret not in json.dumps(identity)
+        assert agent["note"] == R
+        assert agent["launch_args"] == ["--model", "m", R]
+        identities.append(identity)
+    assert identity_digest(identities[0]) == identity_digest(identities[1])
+
+
+def test_id_12_a_url_with_a_password_as_a_mapping_key_keeps_its_shape() -> None:
+    """ID-12 (R-6): the key is redacted like a value, and rotating it is no drift."""
+    identities = []
+    for secret in ("S3cKeyPw00001x", "S3cKeyPw00002x"):
+        config, global_config, _ = nemo_configuration()
+        agent = global_config["math_agent"]["responses_api_agents"]["simple_agent"]
+        agent["mirrors"] = {f"https://u:{secret}@hub.example/x": "primary"}
+        identity = config_identity(config, global_config, [])
+        assert secret not in json.dumps(identity)
+        settings = identity["servers"]["math_agent"]["responses_api_agents"]
+        assert settings["simple_agent"]["mirrors"] == {
+            f"https://u:{R}@hub.example/x": "primary"
+        }
+        identities.append(identity)
+    assert identity_digest(identities[0]) == identity_digest(identities[1])
+
+
+def test_id_13_an_unresolvable_interpolation_s_message_holds_no_default_secret(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ID-13: a refusal quoting an interpolation redacts what its text holds."""
+    monkeypatch.delenv("RL_UNSET_9", raising=False)
+    config, global_config, _ = nemo_configuration()
+    agent = global_config["math_agent"]["responses_api_agents"]["simple_agent"]
+    agent["plant"] = "${oc.decode:'Bearer S3cInMessage0001'} ${no_such_key}"
+    with pytest.raises(ConfigError) as info:
+        config_identity(config, global_config, [{"agent_ref": {"name": "math_agent"}}])
+    assert "S3cInMessage0001" not in str(info.value)
+    assert "plant" in str(info.value)
+
+
 # --- ID-13: no byte of a credential anywhere (R-6) ------------------------------------
 
 _SECRET = st.text(
@@ -291,7 +496,7 @@ _CREDENTIAL_KEYS = st.sampled_from(
 _AUTH_HEADERS = st.sampled_from(
     ["Authorization", "authorization", "AUTHORIZATION", "Proxy-Authorization"]
 )
-FORMS = 12
+FORMS = 26
 
 
 def _plant(
@@ -301,7 +506,12 @@ def _plant(
     key: str,
     header: str,
 ) -> dict[str, str]:
-    """Plant secrets s[0..] in every form of ID-12; return the environment to set."""
+    """Plant secrets s[0..] in every form of ID-12; return the environment to set.
+
+    s[12..] are values, not names: resolved from interpolations of innocent
+    names, defaults, ``oc.select``/``oc.decode``/``oc.create``, a basic
+    authorization, a YAML alias of the ``api_key``, a URL key, token formats.
+    """
     agent = global_config["claude_agent"]["responses_api_agents"]["claude_code_agent"]
     agent[key] = s[0]
     agent["secrets"] = {"db": s[1]}
@@ -320,7 +530,31 @@ def _plant(
         "Authorization": s[2],
         "X-Forward": f"Basic {s[1]}",
     }
-    return {"HF_TOKEN": s[9], "JUDGE_API_KEY": s[10]}
+    agent["db"] = "${oc.env:RL_DB}"
+    agent["serve"] = "${oc.env:RL_ARGS}"
+    agent["upstream"] = "${oc.env:RL_HDR}"
+    agent["container_env"] = "${oc.env:RL_ASSIGN}"
+    agent["fallback"] = f"${{oc.env:RL_UNSET_0,'postgresql://u:{s[16]}@db/x'}}"
+    global_config["plant_store"] = f"https://u:{s[17]}@store.example/x"
+    agent["store"] = "${oc.select:plant_store}"
+    agent["decoded"] = f"${{oc.decode:'Bearer {s[18]}'}}"
+    agent["created"] = f"${{oc.create:'{{hdr: \"Bearer {s[19]}\"}}'}}"
+    agent["basic"] = f"Authorization: basic {s[20]}"
+    agent["alias"] = s[0]  # what a YAML alias of the api_key loads as
+    agent["mirrors"] = {f"https://u:{s[21]}@hub.example/x": "primary"}
+    agent["provider"] = f"key sk-{_alnum(s[22])} in use"
+    agent["serve_eq"] = f"serve --api-key={s[23]}"
+    agent["token_flag"] = ["serve", "--token", s[24]]
+    agent["pg"] = "${oc.env:RL_PG}"
+    return {
+        "HF_TOKEN": s[9],
+        "JUDGE_API_KEY": s[10],
+        "RL_DB": f"postgresql://u:{s[12]}@db:5432/x",
+        "RL_ARGS": f"serve --api-key {s[13]} --port 9",
+        "RL_HDR": f"Bearer {s[14]}",
+        "RL_ASSIGN": f"--env GATEWAY_TOKEN={s[15]} -d",
+        "RL_PG": f"postgresql+psycopg://u:{s[25]}@db/x",
+    }
 
 
 def _broken_variants(
@@ -366,7 +600,7 @@ def test_id_13_no_byte_of_a_planted_secret_is_ever_written_or_shown(
     secrets: list[str], rotated: list[str], key: str, header: str
 ) -> None:
     """ID-13/ID-15 (R-6): identity, manifest, files, diffs, errors, logs hold none."""
-    planted = set(secrets) | set(rotated)
+    planted = set(secrets) | set(rotated) | {_alnum(x) for x in (*secrets, *rotated)}
     config, global_config, _ = nemo_configuration()
     rows = [{"agent_ref": {"name": "claude_agent"}}]
     env = _plant(global_config, config, secrets, key, header)

@@ -10,46 +10,58 @@ word, for example.
 Beyond the forms ID-12 lists, the same rules catch a credential written as
 ``name: value`` inside a string (a header line, a JSON or YAML fragment), a
 credential-named command-line flag followed by its value (``--api-key abc``, in
-one string or as two items of a list), and ``{key: X, value: ...}`` entries.
+one string or as two items of a list), ``{key: X, value: ...}`` entries, a
+mapping key that holds a credential (a URL with a password used as a key), the
+token formats providers issue (``sk-...``, ``hf_...``, ...), and a value found
+below a credential-named key wherever else it occurs (a YAML alias repeats it
+under another key). The text patterns are the one set of
+:mod:`ledger.identity.secret_text`, which every other redaction uses too.
+
+Redaction runs twice for an identity (:class:`Redactor`): before resolving, on
+the configuration as written (so a credential-named interpolation is never
+read), and after, on the resolved values (a value an ``${oc.env:...}`` of an
+innocent name, a default, ``oc.select``, ``oc.decode`` or ``oc.create`` brought
+in); both with the same known credential values, so rotating one changes
+nothing (ID-15).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ledger.identity.interpolations import Interpolation, replace_interpolations
-from ledger.identity.key_tables import CREDENTIAL_FRAGMENTS, REDACTED, TOKEN_QUALIFIERS
-from ledger.identity.key_words import key_words
+from ledger.identity.key_tables import REDACTED
 from ledger.identity.plain_data import to_plain
+from ledger.identity.secret_text import (
+    MIN_KNOWN_LENGTH,
+    credential_named,
+    redact_secrets,
+)
 
 __all__ = [
     "REDACTED",
+    "Redactor",
     "credential_interpolation",
     "credential_named",
     "credential_safe",
+    "redact_secrets",
     "redact_text",
 ]
 
 
-def credential_named(key: str) -> bool:
-    """Whether a key (or variable) name names a credential (ID-11)."""
-    words = key_words(key)
-    normalized = "".join(words)
-    if any(fragment in normalized for fragment in CREDENTIAL_FRAGMENTS):
-        return True
-    # ID-11: a last word "token" is a credential unless it is a vocabulary
-    # token or a rate ("eos_token", "input_cost_per_token"); "tokens" counts.
-    return (
-        bool(words)
-        and words[-1] == "token"
-        and (len(words) < 2 or words[-2] not in TOKEN_QUALIFIERS)
-    )
+#: Resolvers whose first argument is a value, not the name of a variable or a
+#: setting: what they make is judged by its value once resolved.
+_VALUE_RESOLVERS = frozenset({"oc.decode", "oc.create"})
 
 
 def credential_interpolation(one: Interpolation) -> bool:
     """Whether an interpolation reads a credential-named variable or setting (ID-12)."""
+    if one.resolver in _VALUE_RESOLVERS:
+        # Its text is data ("{hdr: 'Bearer ...'}"): a word in it names nothing,
+        # and judging it by name would make the identity depend on the secret.
+        return any(credential_interpolation(inner) for inner in one.nested)
     names = [one.name] if one.resolver is None else [one.resolver, one.name]
     # A name built by another interpolation (${oc.env:${b}}) cannot be judged
     # before resolving, so it is treated as a credential (ID-11: no leak).
@@ -58,74 +70,27 @@ def credential_interpolation(one: Interpolation) -> bool:
     return any(credential_interpolation(inner) for inner in one.nested)
 
 
-# ID-12: "Bearer <token>" / "Basic <token>" anywhere in a string. Lowercase
-# "basic" is everyday prose, so only the header spellings of Basic count.
-_AUTH_SCHEME = r"(?:[Bb][Ee][Aa][Rr][Ee][Rr]|Basic|BASIC)"
-_BEARER = re.compile(rf"(?<![A-Za-z0-9_]){_AUTH_SCHEME}(\s+)([^\s\"']+)")
-# ID-12: the password of a URL, up to the last "@" before the host. The scheme
-# is bounded: unbounded, a long run of letters made the search quadratic (a
-# 40,000-character value took 4 s); a longer scheme still matches its tail.
-_URL_PASSWORD = re.compile(
-    r"([A-Za-z][A-Za-z0-9+.\-]{0,63}://[^\s/?#@:]*:)([^\s/?#]*)@"
-)
-# ID-12: NAME=value, NAME: value and --NAME value, for a credential-named NAME.
-# Only a credential-named name consumes what follows it, so a harmless
-# "Note: api_key=..." still has its assignment found.
-_NAME = re.compile(r"(?<![A-Za-z0-9_.\-])(-{1,2})?([A-Za-z_][A-Za-z0-9_.\-]*)")
-_VALUE = rf"(?P<value>{_AUTH_SCHEME}\s+[^\s\"']+|\"[^\"]*\"?|'[^']*'?|[^\s&;,\"']+)"
-_ASSIGNED = re.compile(rf"(?P<sep>[\"']?\s*[=:]\s*){_VALUE}")
-_FLAG_VALUE = re.compile(rf"(?P<sep>\s+){_VALUE}")
-
-
-def _redacted_value(value: str) -> str:
-    if value[:1] in "\"'":
-        closing = value[0] if len(value) > 1 and value[-1] == value[0] else ""
-        return f"{value[0]}{REDACTED}{closing}"
-    return REDACTED
-
-
-def _redact_assignments(text: str) -> str:
-    parts: list[str] = []
-    last = pos = 0
-    while (name := _NAME.search(text, pos)) is not None:
-        pos = name.end()
-        if not credential_named(name.group(2)):
-            continue
-        rest = _ASSIGNED.match(text, pos)
-        if rest is None and name.group(1):
-            rest = _FLAG_VALUE.match(text, pos)
-        if rest is not None:
-            parts.extend(
-                (text[last : rest.start("value")], _redacted_value(rest["value"]))
-            )
-            last = pos = rest.end()
-    parts.append(text[last:])
-    return "".join(parts)
-
-
 def _free_marker(text: str) -> str:
     # A private-use character the text does not hold, to stand in for the
     # interpolations left while the patterns run (so they stay atomic).
     return next(chr(c) for c in range(0xE000, 0xF900) if chr(c) not in text)
 
 
-def _redact_patterns(text: str) -> str:
-    text = _redact_assignments(text)
-    text = _BEARER.sub(lambda m: f"{m.group(0)[: -len(m.group(2))]}{REDACTED}", text)
-    if "://" not in text:
-        return text
-    return _URL_PASSWORD.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
+def redact_text(text: str, known: Iterable[str] = ()) -> str:
+    """A configuration string with every credential of ID-12 replaced by the marker.
 
-
-def redact_text(text: str) -> str:
-    """A string with every credential of ID-12 replaced by the marker."""
+    A credential-named interpolation is replaced whole; the other interpolations
+    stay as written (they are resolved later, and what they resolve to is
+    redacted then), each held as one unit while the patterns of
+    :func:`~ledger.identity.secret_text.redact_secrets` run on the text around
+    them, so a pattern never splits one (a password ``${oc.env:PW}`` is removed
+    whole, ``${oc.env:X,default}`` is never cut into).
+    """
     text = replace_interpolations(
         text, lambda one: REDACTED if credential_interpolation(one) else None
     )
     if "${" not in text:
-        return _redact_patterns(text)
-    # Interpolations still present stand in as one marker character each, so a
-    # pattern never splits one (a password "${oc.env:PW}" is removed whole).
+        return redact_secrets(text, known)
     kept: list[str] = []
     marker = _free_marker(text)
 
@@ -133,7 +98,7 @@ def redact_text(text: str) -> str:
         kept.append(text[one.start : one.end])
         return f"{marker}{len(kept) - 1}{marker}"
 
-    held = _redact_patterns(replace_interpolations(text, hold))
+    held = redact_secrets(replace_interpolations(text, hold), known)
     return re.sub(rf"{marker}(\d+){marker}", lambda m: kept[int(m.group(1))], held)
 
 
@@ -146,14 +111,6 @@ def _credential_flag(item: Any) -> bool:
     )
 
 
-def _safe_list(items: list[Any]) -> list[Any]:
-    out: list[Any] = []
-    for index, item in enumerate(items):
-        after_flag = index > 0 and _credential_flag(items[index - 1])
-        out.append(REDACTED if after_flag else _safe(item))
-    return out
-
-
 def _named_entry(mapping: Mapping[str, Any]) -> bool:
     # ID-12: {name: HF_TOKEN, value: ...} (environment-variable lists).
     names = (mapping.get("name"), mapping.get("key"))
@@ -162,31 +119,122 @@ def _named_entry(mapping: Mapping[str, Any]) -> bool:
     )
 
 
-def _safe_mapping(mapping: Mapping[str, Any]) -> dict[str, Any]:
-    entry = _named_entry(mapping)
-    return {
-        key: REDACTED
-        if credential_named(key) or (entry and key == "value")
-        else _safe(value)
-        for key, value in mapping.items()
-    }
+# An environment variable's name below a credential-named key
+# ("api_key_name: OPENAI_API_KEY") names where a secret is; it is none.
+_VARIABLE_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+# A lowercase word ("password", "changeme") or a phrase ("insert model api
+# key") below a credential-named key is a placeholder; searched for elsewhere
+# it would redact ordinary words.
+_PLACEHOLDER = re.compile(r"[a-z]+|.*\s.*", re.DOTALL)
 
 
-def _safe(value: Any) -> Any:
+def _memorable(value: str) -> bool:
+    """Whether a credential value is worth searching for elsewhere."""
+    if len(value) < MIN_KNOWN_LENGTH or "${" in value or REDACTED in value:
+        return False
+    return not (_VARIABLE_NAME.fullmatch(value) or _PLACEHOLDER.fullmatch(value))
+
+
+def _gather(value: Any, found: set[str], *, inside: bool) -> None:
+    """The string values of ``value`` that sit at a credential's place (ID-12)."""
     if isinstance(value, str):
-        return redact_text(value)
-    if isinstance(value, Mapping):
-        return _safe_mapping(value)
-    if isinstance(value, list):
-        return _safe_list(value)
-    return value
+        if inside and _memorable(value):
+            found.add(value)
+    elif isinstance(value, Mapping):
+        entry = _named_entry(value)
+        for key, item in value.items():
+            name = redact_secrets(key) if isinstance(key, str) else str(key)
+            below = credential_named(name) or (entry and key == "value")
+            _gather(item, found, inside=inside or below)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            after_flag = index > 0 and _credential_flag(value[index - 1])
+            _gather(item, found, inside=inside or after_flag)
 
 
-def credential_safe(value: Any) -> Any:
+class Redactor:
+    """One redaction of credentials, with the credential values a configuration holds.
+
+    ``Redactor.of(*configs)`` remembers every string found below a
+    credential-named key (and the other places of ID-12 that make a whole value
+    a credential) that is long enough to search for; :meth:`safe` then replaces
+    those values wherever else they occur too (a YAML anchor and alias repeat
+    an ``api_key`` under an innocent key), besides every form of ID-12. The
+    values are held in memory only; ``repr`` shows how many.
+    """
+
+    __slots__ = ("_known",)
+
+    def __init__(self, known: Iterable[str] = ()) -> None:
+        self._known = tuple(sorted(set(known), key=lambda s: (-len(s), s)))
+
+    @classmethod
+    def of(cls, *values: Any) -> Redactor:
+        """A redactor knowing the credential values of plain ``values``."""
+        found: set[str] = set()
+        for value in values:
+            _gather(value, found, inside=False)
+        return cls(found)
+
+    def __repr__(self) -> str:
+        return f"Redactor(<{len(self._known)} known values, in memory>)"
+
+    def text(self, text: str, *, resolved: bool = False, key: bool = False) -> str:
+        """One string redacted: a configuration's (interpolations kept whole) or,
+        ``resolved``, a final value or any other text (patterns everywhere).
+
+        A mapping ``key`` gets the patterns only: a known value is searched for
+        among values (a YAML alias repeats a value, never a key), and a key
+        such as ``client_password`` keeps its name whatever its value is.
+        """
+        known = () if key else self._known
+        if resolved:
+            return redact_secrets(text, known)
+        return redact_text(text, known)
+
+    def safe(self, value: Any, *, resolved: bool = False) -> Any:
+        """Plain ``value`` with every credential replaced by ``"<redacted>"``.
+
+        Mapping keys are redacted like values (a URL with a password used as a
+        key keeps its shape, not its password); a credential-named key keeps its
+        name and loses its whole value.
+        """
+        if isinstance(value, str):
+            return self.text(value, resolved=resolved)
+        if isinstance(value, Mapping):
+            entry = _named_entry(value)
+            out: dict[str, Any] = {}
+            for key, item in value.items():
+                name = (
+                    self.text(key, resolved=resolved, key=True)
+                    if isinstance(key, str)
+                    else key
+                )
+                # Judged on the redacted name, so a rotated secret inside a key
+                # never changes whether its value counts as a credential.
+                whole = credential_named(str(name)) or (entry and key == "value")
+                out[name] = REDACTED if whole else self.safe(item, resolved=resolved)
+            return out
+        if isinstance(value, list):
+            return [
+                REDACTED
+                if index > 0 and _credential_flag(value[index - 1])
+                else self.safe(item, resolved=resolved)
+                for index, item in enumerate(value)
+            ]
+        return value
+
+
+def credential_safe(value: Any, *, resolved: bool = False) -> Any:
     """The value as plain data with every credential replaced by ``"<redacted>"``.
 
     A credential-named key keeps its name and loses its whole value (``null``
     included, so the identity never tells whether a credential was set).
     Interpolations are not resolved: a credential-named one is replaced whole.
+    A value found below a credential-named key is replaced wherever else it
+    occurs in ``value`` too. ``resolved=True`` takes ``value`` as final values
+    (an identity, a message): a ``${...}`` in it is text, and the patterns apply
+    to it like to any other text.
     """
-    return _safe(to_plain(value))
+    plain = to_plain(value)
+    return Redactor.of(plain).safe(plain, resolved=resolved)

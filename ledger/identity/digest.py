@@ -12,7 +12,10 @@ everywhere, before anything is resolved; the reachable servers selected and
 their settings resolved in the context of the whole configuration (ID-3, ID-8);
 then reshaped under their concrete paths without their placement (ID-4, ID-7);
 null defaults dropped (ID-6, applied to resolved values, so ``${oc.env:X,null}``
-resolving to null is dropped too); semantic file-valued settings digested (ID-9).
+resolving to null is dropped too); the resolved values redacted once more (a
+value an innocent ``${oc.env:DB_URL}``, a default, ``oc.select``, ``oc.decode``
+or ``oc.create`` brought in: ID-12 holds for values, not only names); semantic
+file-valued settings digested (ID-9).
 
 Rows seed the selection with the agents their ``agent_ref.name`` names. Rows
 that name no agent fall back to the collection's ``agent_name``; with neither,
@@ -30,7 +33,7 @@ from typing import Any
 
 from ledger.errors import ConfigError
 from ledger.identity import registries
-from ledger.identity.credentials import credential_safe as redact
+from ledger.identity.credentials import Redactor
 from ledger.identity.drift import classify_key
 from ledger.identity.key_tables import PLACEMENT_KEYS, SERVER_KINDS
 from ledger.identity.key_words import join_key
@@ -123,10 +126,11 @@ def identity_inputs(
     )
 
 
-def _prepared(value: dict[str, Any], *, safe: bool) -> dict[str, Any]:
+def _prepared(value: dict[str, Any], redactor: Redactor | None) -> dict[str, Any]:
     # ID-10: redaction comes before any resolving; ID-5 after it, so a
     # credential-named reference is redacted, never kept as a reference.
-    rewritten: dict[str, Any] = runtime_references(redact(value) if safe else value)
+    safe = value if redactor is None else redactor.safe(value)
+    rewritten: dict[str, Any] = runtime_references(safe)
     return rewritten
 
 
@@ -180,19 +184,24 @@ def identity_of(
     """The identity document of plain inputs (ID-1); see :func:`config_identity`."""
     refuse_directives(inputs.global_config, where="global configuration")
     refuse_directives(inputs.collection, where="collection configuration")
-    collection = _prepared(inputs.collection, safe=credential_safe)
-    global_config = _prepared(inputs.global_config, safe=credential_safe)
-    context = ConfigContext(
-        {**global_config, **collection}, credential_safe=credential_safe
+    redactor = (
+        Redactor.of(inputs.global_config, inputs.collection)
+        if credential_safe
+        else None
     )
+    collection = _prepared(inputs.collection, redactor)
+    global_config = _prepared(inputs.global_config, redactor)
+    context = ConfigContext({**global_config, **collection}, redactor=redactor)
     blocks = server_blocks(global_config)
     seeds = inputs.seeds or tuple((name, None, name) for name in sorted(blocks))
     selected = reachable_servers(blocks, seeds, context.resolve)
-    identity = {
+    identity: dict[str, Any] = {
         "scheme": IDENTITY_SCHEME,
         "collection": _collection(context, collection),
         "servers": _servers(selected),
     }
+    if redactor is not None:  # ID-12 on what resolving brought in
+        identity = redactor.safe(identity, resolved=True)
     return _with_file_values(identity)
 
 

@@ -17,7 +17,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from ledger.errors import ConfigError
-from ledger.identity.credentials import redact_text
+from ledger.identity.credentials import Redactor
 
 __all__ = ["ConfigContext"]
 
@@ -55,8 +55,11 @@ def _unparsable(
 class ConfigContext:
     """An OmegaConf view of one normalized configuration, resolved part by part."""
 
-    def __init__(self, context: Mapping[str, Any], *, credential_safe: bool) -> None:
-        self._safe = credential_safe
+    def __init__(
+        self, context: Mapping[str, Any], *, redactor: Redactor | None
+    ) -> None:
+        """``redactor`` is ``None`` for the unredacted form (ID-14)."""
+        self._redactor = redactor
         try:
             self._root = OmegaConf.create(dict(context))
         except OmegaConfBaseException as exc:
@@ -100,8 +103,8 @@ class ConfigContext:
             )
         # ID-14: an unredacted form's failure never shows a value.
         detail = (
-            f": {redact_text(str(exc).splitlines()[0])}"
-            if self._safe and str(exc)
+            f": {self._redactor.text(str(exc).splitlines()[0], resolved=True)}"
+            if self._redactor is not None and str(exc)
             else ""
         )
         return ConfigError(

@@ -40,6 +40,7 @@ from ledger.events import (
     kind_of,
 )
 from ledger.files import atomic_replace, read_regular
+from ledger.identity.credentials import credential_safe
 from ledger.identity.manifest import RunManifest
 from ledger.legacy.manifest import (
     ForeignManifest,
@@ -189,7 +190,10 @@ def _legacy_imported(
         rows_imported=len(reader.bodies),
         rows_rejected=len(reader.rejections),
         rejections=tuple(reader.rejections),
-        foreign_manifest=None if foreign is None else foreign.value,
+        # ID-13: another tool's file, kept whole but for its credentials.
+        foreign_manifest=None
+        if foreign is None
+        else credential_safe(foreign.value, resolved=True),
     )
 
 

@@ -31,8 +31,9 @@ from ledger.events import (
     ResultSaved,
 )
 from ledger.files import open_regular
+from ledger.identity.secret_text import redact_secrets
 from ledger.rows.all_facts import row_facts
-from ledger.rows.kinds import row_route
+from ledger.rows.kinds import omission_reason, row_route
 from ledger.rows.values import brief
 from ledger.store.materialize import index_entry
 
@@ -315,7 +316,9 @@ class OutcomeReader:
         if isinstance(taken, str):
             self.rejections.append(
                 LegacyRejection(
-                    file=file, line=line.number, reason=taken[:_REASON_LIMIT]
+                    file=file,
+                    line=line.number,
+                    reason=redact_secrets(taken)[:_REASON_LIMIT],
                 )
             )
         else:
@@ -375,7 +378,7 @@ def _body(
         # failure an older build wrote to OUT is classified as a failure.
         return ResultSaved(**fields, location=location, facts=row_facts(row))
     if row_route(row) == "omission":
-        reason = str(row.get("_ng_failure_message") or "")[:_REASON_LIMIT]
+        reason = omission_reason(row)
         return OmissionSaved(
             **fields, location=location, sidecar_line=line.number - 1, reason=reason
         )

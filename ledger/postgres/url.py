@@ -1,5 +1,9 @@
 """Run URLs (SC-1): ``postgresql://USER@HOST:PORT/DB?run=NAME`` names a run.
 
+The SQLAlchemy spelling with a driver, ``postgresql+psycopg://`` (any
+``+driver``, and ``postgres://``), names the same run: the driver part is
+dropped, since libpq takes only ``postgresql://``.
+
 A run on PostgreSQL is addressed by a URL instead of a file path. Credentials
 never come from the URL: libpq reads them from its environment (``PGPASSWORD``,
 ``PGPASSFILE``) or ``~/.pgpass``, so nothing that is logged or recorded holds
@@ -67,7 +71,7 @@ def is_postgres_url(text: str | os.PathLike[str]) -> bool:
     if isinstance(text, os.PathLike):
         return False  # a Path has lost the "//" of a URL; only strings qualify
     scheme, sep, _ = text.partition("://")
-    return bool(sep) and scheme.lower() in _SCHEMES
+    return bool(sep) and scheme.lower().partition("+")[0] in _SCHEMES
 
 
 def resolve_run(

@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import Any, Final, Literal, NamedTuple
 
 from ledger.errors import RowError
+from ledger.identity.secret_text import redact_secrets
 from ledger.rows.answers import is_sidecar_row
 from ledger.rows.calls import http_status
 from ledger.rows.facts import FailureEventFacts, RowKind
@@ -24,11 +25,13 @@ from ledger.rows.values import (
 )
 
 __all__ = [
+    "OMISSION_REASON_LIMIT",
     "FinalContext",
     "RecordFacts",
     "applied_result_class",
     "failure_events",
     "final_context",
+    "omission_reason",
     "own_failure_kind",
     "record_facts",
     "record_failure",
@@ -63,6 +66,19 @@ def row_route(
     if row.get("_ng_no_persist") is True:
         return "nowhere"
     return row_kind(row)
+
+
+#: The longest omission reason an event keeps (its ``Reason`` bound).
+OMISSION_REASON_LIMIT = 2000
+
+
+def omission_reason(row: Mapping[str, Any]) -> str:
+    """An omission's reason as its event keeps it: ``_ng_failure_message``, with
+    every credential-shaped value redacted before it is cut to the bound (ID-13),
+    so neither a secret nor a prefix of one is stored."""
+    return redact_secrets(str(row.get("_ng_failure_message") or ""))[
+        :OMISSION_REASON_LIMIT
+    ]
 
 
 def row_kind(row: Mapping[str, Any]) -> RowKind:

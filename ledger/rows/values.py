@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any, Final, TypeGuard
 
 from ledger.bounds import MAX_INDEX
+from ledger.identity.secret_text import redact_secrets
 
 __all__ = [
     "MAX_COUNT",
@@ -149,10 +150,14 @@ def dig(value: object, *keys: str) -> object:
 
 
 def brief(value: object, *, limit: int = 40) -> str:
-    """A short, safe ``repr`` of a row's value for an error message."""
+    """A short, safe ``repr`` of a row's value for an error message.
+
+    Safe: credential-shaped values are redacted before the text is cut short,
+    so no prefix of a credential is ever shown (ID-13).
+    """
     if value is None or isinstance(value, bool | int | float | str):
         try:
-            text = repr(value)
+            text = redact_secrets(repr(value))
         except ValueError:  # an integer too long to print
             text = "<a very large integer>"
     else:

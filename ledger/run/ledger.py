@@ -13,9 +13,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+import msgspec
+
 from ledger.clock import Clock
 from ledger.errors import ConfigError, Refused
 from ledger.events import Event, StoredEvent, encode_body
+from ledger.identity.secret_text import redact_secrets
 from ledger.paths import RunPaths
 from ledger.run.create import ManifestLike, PolicyLike, manifest_files, run_created_body
 from ledger.run.index_keeper import IndexKeeper, fold_index
@@ -214,7 +217,8 @@ class Ledger(LogReader, RecordingMixin):
     ) -> StoredEvent:
         """Append one event durably (EV-11); returns it as stored."""
         writer = self._active_writer()
-        return writer.append((body,), expected_seq=expected_seq, actor=actor)[0]
+        bodies = (_safe_reason(body),)
+        return writer.append(bodies, expected_seq=expected_seq, actor=actor)[0]
 
     def append_many(
         self,
@@ -223,9 +227,14 @@ class Ledger(LogReader, RecordingMixin):
         expected_seq: int | None = None,
         actor: str = "collector",
     ) -> list[StoredEvent]:
-        """Append ``bodies`` in one transaction (group commit, EV-11)."""
+        """Append ``bodies`` in one transaction (group commit, EV-11).
+
+        A free-text ``reason`` (an operator's, a resume's) is stored with every
+        credential-shaped value redacted (ID-13).
+        """
         writer = self._active_writer()
-        return writer.append(bodies, expected_seq=expected_seq, actor=actor)
+        safe = [_safe_reason(body) for body in bodies]
+        return writer.append(safe, expected_seq=expected_seq, actor=actor)
 
     def save_snapshot(
         self,
@@ -300,3 +309,11 @@ class Ledger(LogReader, RecordingMixin):
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _safe_reason(body: Event) -> Event:
+    """``body`` with its free-text ``reason`` redacted (ID-13), if it has one."""
+    reason = getattr(body, "reason", None)
+    if not isinstance(reason, str) or (safe := redact_secrets(reason)) == reason:
+        return body
+    return msgspec.structs.replace(body, reason=safe)

@@ -32,15 +32,13 @@ from ledger.events import (
 )
 from ledger.jsonl import encode_row
 from ledger.rows.all_facts import row_facts
-from ledger.rows.kinds import row_route, selected_failure_kind
+from ledger.rows.kinds import omission_reason, row_route, selected_failure_kind
 from ledger.rows.values import brief, is_mapping
 from ledger.run.write_index import Attempt, WriteIndex
 from ledger.run.writer import Writer
 from ledger.store.port import MakeEvent, Prepared, RunNames
 
 __all__ = ["Prepared", "Recorder", "Staged"]
-
-_REASON_LIMIT = 2000
 
 
 @dataclass
@@ -212,7 +210,8 @@ class Recorder:
             def make(location: Location, line: int) -> Event:
                 return ResultSaved(**key, location=location, facts=facts)
         elif route == "omission":
-            reason = str(source.get("_ng_failure_message") or "")[:_REASON_LIMIT]
+            # ID-13: redacted before it is cut, so no prefix of a secret is kept.
+            reason = omission_reason(source)
 
             def make(location: Location, line: int) -> Event:
                 return OmissionSaved(

@@ -8,6 +8,7 @@ this module asks which backend it has.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -25,6 +26,25 @@ from ledger.store.memory import MemoryHome, is_memory_url
 from ledger.store.port import RunHome
 
 __all__ = ["home_for", "resolve_out"]
+
+# Any "scheme://" (SQLAlchemy's "mysql+pymysql://" too): a URL, never a path.
+_URL = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://")
+
+
+def _refuse_url(text: str) -> None:
+    """Refuse a URL of no store this ledger has, before it is taken for a path.
+
+    As a path it would create folders named after its parts (a password among
+    them) and keep the run on local disk; the message names the scheme only.
+    """
+    url = _URL.match(text)
+    if url is not None:
+        raise ConfigError(
+            f"OUT is a {url.group(1)}:// URL, which names no store of this ledger: "
+            "name a run's results file (results/rollouts.jsonl) or a run on "
+            "PostgreSQL (postgresql://USER@HOST:PORT/DB?run=NAME)",
+            key="OUT",
+        )
 
 
 def resolve_out(
@@ -45,6 +65,7 @@ def resolve_out(
         return text
     if is_postgres_url(text):
         return str(resolve_run(text))
+    _refuse_url(text)
     check_out_path(text)
     if (
         env.get(STORE_ENV)
@@ -87,5 +108,7 @@ def home_for(out: Path | str) -> RunHome:
         from ledger.postgres.home import PostgresHome  # psycopg only when used
 
         return PostgresHome(RunUrl.parse(out))
+    if isinstance(out, str):
+        _refuse_url(out)
     check_out_path(out)
     return FolderHome.of(out)
