@@ -181,8 +181,8 @@ def test_cli_8_history_prints_one_line_per_event(mixed: CliRun) -> None:
         "     1  2026-01-01T00:00:00.001000Z  create            run_created         "
         f"  -           run {RUN_ID}: 6 rollouts, cap 3, config b5a4234d9101"
     )
-    assert lines[10] == (  # record: its reservations first, then its rows
-        "    11  2026-01-01T00:00:00.004000Z  collector         failure_saved       "
+    assert lines[10] == (  # record: its reservations, then its rows' events
+        "    11  2026-01-01T00:00:00.003000Z  collector         failure_saved       "
         "  t0 r1 a0    failure session_lost (sidecar line 1)"
     )
 
@@ -194,7 +194,7 @@ def test_cli_8_one_rollout_ends_with_its_decision_and_rule(mixed: CliRun) -> Non
         "  -           released t1 r0 a0 for dispatch\n"
         "     6  2026-01-01T00:00:00.003000Z  collector         attempt_reserved    "
         "  t1 r0 a0    reserved\n"
-        "    12  2026-01-01T00:00:00.004000Z  collector         failure_saved       "
+        "    12  2026-01-01T00:00:00.003000Z  collector         failure_saved       "
         "  t1 r0 a0    failure agent_timeout (sidecar line 2)\n"
         "decision: complete (attempt 0, settled_zero) by REC-20.5a final agent "
         "timeout\n"

@@ -478,22 +478,28 @@ CASES: list[Case] = [
         )
         for name, damage in [
             ("cut to its header", wal_cut(lambda n: 32)),
-            ("cut in half", wal_cut(lambda n: n // 2)),
             ("garbage", wal_garbage),
         ]
     ),
-    Case(
-        # Only the last transaction is lost: ``record`` commits its
-        # reservations before its rows, so OUT's new rows are outcomes of
-        # reserved attempts, as after a record killed before its commit; the
-        # next writer's open records them once (EV-12, issue 18).
-        "wal last frame flipped",
-        in_wal(wal_flip_last_frame),
-        verify=exits(5, names=(row(OUT, 5), row(OUT, 6))),
-        status=exits(0, names=(row(OUT, 5), row(OUT, 6))),
-        resume=OK,
-        after=OK,
-        template="before-last",
+    *(
+        Case(
+            # Only ``record``'s transaction is lost (its reservations and its
+            # rows' events, CLI-5): OUT's new rows are outcomes of released
+            # attempts nobody reserved, as after a record killed before its
+            # commit; the next writer's open reserves and records them once
+            # (EV-12, issue 18).
+            f"wal {name}",
+            in_wal(damage),
+            verify=exits(5, names=(row(OUT, 5), row(OUT, 6))),
+            status=exits(0, names=(row(OUT, 5), row(OUT, 6))),
+            resume=OK,
+            after=OK,
+            template="before-last",
+        )
+        for name, damage in [
+            ("cut in half", wal_cut(lambda n: n // 2)),
+            ("last frame flipped", wal_flip_last_frame),
+        ]
     ),
     # -- published files (events.md): reported by verify; resume republishes --
     *(

@@ -25,7 +25,7 @@ from cli import main
 from ledger import Ledger, RunLock, StorageError
 from projections import verify
 from tests.conftest import input_rows
-from tests.internals import SQLiteStore
+from tests.internals import FileSink, SQLiteStore
 from tests.small_disk import fill, free, small_disk
 from tests.test_cli_support import ACTOR, CliRun, graded, read_jsonl, write_jsonl
 from tests.test_legacy_import import lines, make_run, result
@@ -221,25 +221,37 @@ def test_ev_12_a_full_disk_writing_and_closing_a_collector_file(disk: Path) -> N
     assert len(read_jsonl(run.out)) == 1
 
 
-def test_cli_5_record_on_a_disk_that_fills_after_its_reservations(
+def test_cli_5_record_on_a_disk_that_fills_before_its_rows(
     disk: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """CLI-5, EV-12: the rows find no room: exit 5 naming OUT; the rerun records all.
 
-    The reservations were committed before any row, so nothing is stuck:
-    ``record`` run again once space is freed records each row once.
+    Each row is reserved and recorded in one transaction after the rows are
+    written, so a disk full at the rows leaves nothing reserved and nothing
+    stuck: ``record`` run again once space is freed records each row once.
     """
     run = CliRun(made(disk / "run"))
     run.create()
     _, plan = run.resume()
     rows = [{**row, **graded()} for row in plan[:3]]
     path = write_jsonl(run.folder / "outcomes.jsonl", rows)
-    calls = fill_after_first_append(monkeypatch, disk)
+    write = FileSink._write_durably
+    calls: list[str] = []
+
+    def then_full(self: FileSink, *args: Any, **kwargs: Any) -> Any:
+        if not calls:
+            fill(disk)
+        calls.append("rows")
+        return write(self, *args, **kwargs)
+
+    monkeypatch.setattr(FileSink, "_write_durably", then_full)
     failed = invoke(run, "record", run.out, path)
-    assert calls == [3]  # the three reservations, then the disk was full
+    assert calls  # the disk filled as the rows were about to be written
     assert_plain_full_disk(failed, run.out)
     monkeypatch.undo()
     free(disk)
+    with Ledger.open(run.out) as led:
+        assert [e.kind for e in led.events() if e.actor == "collector"] == []
     again = invoke(run, "record", run.out, path)
     assert again.exit_code == 0, again.output
     assert verified(run.out) == []

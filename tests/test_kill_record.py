@@ -50,7 +50,9 @@ def test_ev_12_a_row_of_an_attempt_never_released_still_refuses_the_open(
     result = cli_run.invoke("status", cli_run.out, "--publish")
     assert result.exit_code == 3
     assert "line 1" in result.stderr
-    assert "not an outcome of an attempt reserved in this run" in result.stderr
+    assert (
+        "not an outcome of an attempt released or reserved in this run" in result.stderr
+    )
 
 
 def test_ev_12_a_commit_that_fails_after_its_rows_stops_the_writer(
@@ -84,18 +86,19 @@ ROOT = Path(__file__).parents[1]
 RECORD = "import sys\nfrom cli import main\nmain(sys.argv[1:])\n"
 
 #: Where ``record`` dies (strace's fault injection counts each system call on
-#: its own): before its first row is written (the reservations committed),
-#: between the rows of ``OUT`` and those of the sidecar, after every row is
-#: durable and before the commit of their events, during that commit, and
-#: while publishing afterwards.
+#: its own): before its first row is written, between the rows of ``OUT`` and
+#: those of the sidecar, after every row is durable and before the commit of
+#: their reservations and events (CLI-5: one transaction), while that commit is
+#: synced, and while publishing afterwards. The last figure is how many
+#: reservations the log then holds: none before the commit, all after it.
 KILL_POINTS = [
-    pytest.param("fdatasync", 3, (0, 0), id="reservations committed, not synced"),
-    pytest.param("write", 1, (0, 0), id="before any row"),
-    pytest.param("fsync", 1, (2, 0), id="OUT written, not synced"),
-    pytest.param("write", 2, (2, 0), id="OUT durable, sidecar not written"),
-    pytest.param("fsync", 2, (2, 1), id="sidecar written, not synced"),
-    pytest.param("fdatasync", 4, (2, 1), id="rows' commit written, not synced"),
-    pytest.param("write", 3, (2, 1), id="committed, publishing"),
+    pytest.param("write", 1, (0, 0), 0, id="before any row"),
+    pytest.param("fsync", 1, (2, 0), 0, id="OUT written, not synced"),
+    pytest.param("write", 2, (2, 0), 0, id="OUT durable, sidecar not written"),
+    pytest.param("fsync", 2, (2, 1), 0, id="sidecar written, not synced"),
+    pytest.param("fdatasync", 1, (2, 1), 0, id="commit begun, the WAL restarted"),
+    pytest.param("fdatasync", 3, (2, 1), 3, id="commit written, not synced"),
+    pytest.param("write", 3, (2, 1), 3, id="committed, publishing"),
 ]
 
 
@@ -159,25 +162,58 @@ def killed_record(cli_run: CliRun, path: Path, syscall: str, when: int) -> None:
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
-@pytest.mark.parametrize(("syscall", "when", "written"), KILL_POINTS)
+@pytest.mark.parametrize(("syscall", "when", "written", "reserved"), KILL_POINTS)
 def test_r_1_ev_12_a_record_killed_anywhere_is_completed_by_running_it_again(
-    cli_run: CliRun, syscall: str, when: int, written: tuple[int, int]
+    cli_run: CliRun,
+    syscall: str,
+    when: int,
+    written: tuple[int, int],
+    reserved: int,
 ) -> None:
-    """R-1, EV-12, CLI-5: reservations first, so no kill leaves the run stuck.
+    """R-1, EV-12, CLI-5: no kill leaves the run stuck, nor a row recorded twice.
 
-    The next writer's open records the rows already on disk (actor
-    ``repair``, reserved attempts only), and ``record`` run again records the
-    rest and skips what is recorded: every row once.
+    Each row is reserved and recorded in one transaction after the rows are
+    written: killed before it, the rows on disk are of released attempts
+    nobody reserved, which the next writer's open reserves and records once
+    (actor ``repair``); ``record`` run again records the rest and skips what
+    is recorded: every row once.
     """
     rows, path = outcomes_of(cli_run)
     killed_record(cli_run, path, syscall, when)
     assert lines_on_disk(cli_run) == written  # where it was killed
-    with Ledger.open(cli_run.out) as led:  # the reservations came first
-        reserved = [e for e in led.events() if e.kind == "attempt_reserved"]
-    assert len(reserved) == 3
+    with Ledger.open(cli_run.out) as led:  # a reader: nothing repaired yet
+        held = [e for e in led.events() if e.kind == "attempt_reserved"]
+    assert len(held) == reserved  # resume releases; record reserves, at its commit
     again = cli_run.invoke("record", cli_run.out, path)
     assert again.exit_code == 0, again.stderr
     assert_each_recorded_once(cli_run, rows)
+    repaired = kinds_by(cli_run.out, "repair")
+    if reserved or written == (0, 0):
+        assert repaired == Counter()  # nothing on disk waited for its events
+    else:  # the rows on disk were reserved and recorded by the open, once
+        assert repaired["attempt_reserved"] == sum(written)
+
+
+def test_cli_5_a_record_killed_before_its_rows_leaves_nothing_behind(
+    cli_run: CliRun,
+) -> None:
+    """CLI-5: killed before any row, the next resume releases the same attempts."""
+    rows, path = outcomes_of(cli_run)
+    before = {
+        (r["_ng_task_index"], r["_ng_rollout_index"], r["_ng_attempt_index"])
+        for r in rows
+    }
+    if shutil.which("strace") is None:
+        pytest.skip("strace is not installed")
+    killed_record(cli_run, path, "write", 1)
+    assert lines_on_disk(cli_run) == (0, 0)
+    _, plan = cli_run.resume()
+    again = {
+        (r["_ng_task_index"], r["_ng_rollout_index"], r["_ng_attempt_index"])
+        for r in plan
+    }
+    assert len(before) == 3
+    assert before <= again  # the same attempts, none spent
 
 
 @pytest.mark.slow
@@ -185,11 +221,11 @@ def test_r_1_ev_12_a_record_killed_anywhere_is_completed_by_running_it_again(
 def test_r_1_ev_12_after_a_record_killed_past_its_rows_resume_recovers(
     cli_run: CliRun,
 ) -> None:
-    """EV-12: the rows of the reserved attempts are recorded once by ``resume``."""
+    """EV-12: a killed ``record``'s rows are reserved and recorded by ``resume``."""
     rows, path = outcomes_of(cli_run)
     killed_record(cli_run, path, "fsync", 2)  # every row out, no event yet
     assert lines_on_disk(cli_run) == (2, 1)
-    assert kinds_by(cli_run.out, "collector") == Counter({"attempt_reserved": 3})
+    assert kinds_by(cli_run.out, "collector") == Counter()
     _, plan = cli_run.resume()
     dispatched = {
         (r["_ng_task_index"], r["_ng_rollout_index"]): r["_ng_attempt_index"]
@@ -199,7 +235,7 @@ def test_r_1_ev_12_after_a_record_killed_past_its_rows_resume_recovers(
     assert (1, 0) not in dispatched
     assert dispatched[0, 1] == 1  # the recorded failure is retried (REC-20.5i)
     assert kinds_by(cli_run.out, "repair") == Counter(
-        {"result_saved": 2, "failure_saved": 1}
+        {"attempt_reserved": 3, "result_saved": 2, "failure_saved": 1}
     )
     assert_each_recorded_once(cli_run, rows)
     again = cli_run.invoke("record", cli_run.out, path)  # nothing twice
@@ -218,7 +254,7 @@ def test_cli_5_a_record_whose_commit_fails_is_completed_by_the_next_writer(
 
     def full_disk(self: SQLiteStore, *args: Any, **kwargs: Any) -> Any:
         calls[0] += 1
-        if calls[0] == 2:  # the reservations went in; the rows' events do not
+        if calls[0] == 1:  # the rows went out; their reservations and events do not
             raise StorageError("database or disk is full", path=self.path)
         return append(self, *args, **kwargs)
 
@@ -227,12 +263,12 @@ def test_cli_5_a_record_whose_commit_fails_is_completed_by_the_next_writer(
     assert failed_run.exit_code == 5
     assert "disk is full" in failed_run.stderr
     assert "Traceback" not in failed_run.stderr
-    assert calls[0] == 2
+    assert calls[0] == 1
     again = cli_run.invoke("record", cli_run.out, path)
     assert again.exit_code == 0, again.stderr
     assert "3 rows were recorded already, skipped" in again.stdout
     assert kinds_by(cli_run.out, "repair") == Counter(
-        {"result_saved": 2, "failure_saved": 1}
+        {"attempt_reserved": 3, "result_saved": 2, "failure_saved": 1}
     )
     assert_each_recorded_once(cli_run, rows)
 

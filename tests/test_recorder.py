@@ -289,7 +289,11 @@ def test_ev_12_an_unrecorded_foreign_row_refuses_the_open_and_changes_nothing(
     led, rows = run
     append_raw(
         led.paths.sidecar,
-        json.dumps({**rows[2], "_ng_failure_class": "x"}).encode() + b"\n{torn",
+        # attempt 7 was never released: no transaction of this run wrote it
+        json.dumps(
+            {**rows[2], "_ng_attempt_index": 7, "_ng_failure_class": "x"}
+        ).encode()
+        + b"\n{torn",
     )
     before = (led.head(), led.paths.sidecar.read_bytes())
     led.close()

@@ -1,4 +1,4 @@
-"""Recording a plan file's outcomes: claims first, then rows (CLI-4, CLI-5).
+"""Recording a plan file's outcomes, each reserved and recorded at once (CLI-4, CLI-5).
 
 A collector that cannot call the Python API runs a plan file (``resume
 --plan-out``) and hands back its outcome rows. It reserved nothing, so each row
@@ -9,16 +9,16 @@ current configuration digest). Every row is checked before anything is
 written: a row that fits neither is refused with its line number and nothing
 of the file is recorded.
 
-The reservations and admissions are committed in their own transaction before
-any row is written, then the rows and their events (issue 18). Rows are
-written before their events (EV-12), so a ``record`` killed after its rows (or
-whose commit failed on a full disk) leaves rows of *reserved* attempts, which
-the next writer's open records once (actor ``repair``); rows of attempts
-released but never reserved stay what they are after a garbled WAL, refused
-(R-5). Killed between the two transactions, the reservations wait without
-outcomes: running ``record`` again with the same file records each row whose
-attempt is reserved without an outcome (or admitted without a judgment), and
-skips each row whose attempt already holds one, so nothing is recorded twice.
+The rows are written first, then every reservation and row event commits in
+one transaction (EV-12, CLI-5). A ``record`` killed before that commit (or
+whose commit failed on a full disk) leaves rows of released attempts that
+nobody reserved; the next writer's open reserves and records them once (actor
+``repair``), and a kill before the rows leaves nothing, so the next resume
+releases the same attempts again. Admissions commit before their judgment
+rows, as a judge is admitted before its call (REC-30). Running ``record``
+again with the same file records each row whose attempt is reserved without an
+outcome (or admitted without a judgment), and skips each row whose attempt
+already holds one, so nothing is recorded twice.
 """
 
 from __future__ import annotations
@@ -153,8 +153,9 @@ class _Batch:
             self.claims.append(self.recorder.prepare_reserve(row, self.staged))
             self._record(row)
             return
-        # Reserved before this file: by a `record` that stopped after its
-        # reservations, or by a collector through the API.
+        # Reserved before this file: by an earlier `record` of this file (or a
+        # writer's open that recorded its rows), or by a collector through the
+        # API: recorded already, or waiting for this row.
         if attempt in self._outcomes():
             self.skipped += 1  # recorded already: never twice
             return
@@ -218,10 +219,22 @@ class _Batch:
         )
 
     def commit(self) -> None:
-        """The claims in one transaction, then the rows and their events in another."""
-        self.recorder.commit(self.claims, actor="collector")
+        """Admissions first, then each reservation with its row in one transaction.
+
+        CLI-5: a row is reserved and recorded in one transaction, after the
+        rows are written (EV-12); a kill between leaves rows of released,
+        unreserved attempts, which the next writer's open reserves and
+        records once. An admission commits before the judgment rows, as
+        REC-30 admits before the judge call.
+        """
+        admissions = [op for op in self.claims if kind_of(op.event) == "judge_admitted"]
+        reservations = [
+            op for op in self.claims if kind_of(op.event) != "judge_admitted"
+        ]
+        if admissions:
+            self.recorder.commit(admissions, actor="collector")
         self.opened.clear()  # committed: the index holds these admissions now
-        self.recorder.commit(self.records, actor="collector")
+        self.recorder.commit(reservations + self.records, actor="collector")
 
     def undo(self) -> None:
         for admission_id in self.opened:

@@ -6,8 +6,10 @@ are cut back and saved, and so are blank lines after the last row (a ``"\n"`` or
 between the recorded rows and the next one, and every later open would stop on
 it); complete rows past the last recorded location are
 recorded once (actor ``repair``) when each is the outcome of an attempt reserved
-in this run, or the row of an open re-judgment; anything else refuses the open
-before anything is written. A reader only reports what is pending.
+in this run, or of a released attempt whose reservation was lost with the
+row's transaction (a ``record`` killed after its rows), or the row of an open
+re-judgment; anything else refuses the open before anything is written. A
+reader only reports what is pending.
 
 Lines are numbered as the importer and ``verify`` number them: 1-based, split
 at ``"\n"`` only (a ``"\r"`` belongs to its line). Before reading past the
@@ -260,19 +262,43 @@ def _prepare_rows(recorder: Recorder, found: list[Unrecorded]) -> list[Prepared]
         for number, data in enumerate(unrecorded.rows):
             row = _decode_line(unrecorded, number, data)
             try:
+                reserve = _reservation_lost(recorder, row, staged)
+                if reserve is not None:
+                    prepared.append(reserve)
                 op = recorder.prepare_record(row, staged, raw=data)
             except LedgerError as exc:
                 line = unrecorded.first_line + number
                 raise IdentityMismatch(
                     f"line {line} of {unrecorded.file} is not recorded in the ledger "
-                    "and is not an outcome of an attempt reserved in this run "
-                    f"({exc}); nothing was changed",
+                    "and is not an outcome of an attempt released or reserved in "
+                    f"this run ({exc}); nothing was changed",
                     path=unrecorded.file,
                     line=line,
                 ) from exc
             if op is not None:
                 prepared.append(op)
     return prepared
+
+
+def _reservation_lost(
+    recorder: Recorder, row: dict[str, object], staged: Staged
+) -> Prepared | None:
+    """The reservation a row's transaction would have held, when it was lost.
+
+    ``record`` reserves and records each row in one transaction after writing
+    the rows (CLI-5, EV-12): killed between the two, or its commit failing on
+    a full disk, it leaves rows of released attempts that nobody reserved. The
+    row is what that transaction would have recorded, so the open reserves
+    the attempt and records the row, once (actor ``repair``). A row of an
+    attempt that is not released (a late or foreign row) is still refused.
+    A re-judgment row is left to its open admission.
+    """
+    if "_ng_rejudgment" in row:
+        return None
+    attempt = recorder.attempt_named(row)
+    if attempt in recorder.index.reserved or attempt in staged.reserved:
+        return None
+    return recorder.prepare_reserve(row, staged)
 
 
 def _cut_tail(paths: RunPaths, found: Unrecorded) -> TailRepaired:
