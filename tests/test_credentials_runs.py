@@ -42,6 +42,7 @@ from ledger import Clock, Ledger, credential_safe
 from tests.internals import Redactor, credential_named, find_interpolations
 from tests.prerequisites import CONFIGS_ENV, nemo_gym_configs, require_folder
 from tests.test_cli_support import CliRun, graded, read_jsonl, write_jsonl
+from tests.test_real_configs import OVERLAY, config_files
 
 CONFIGS = nemo_gym_configs()
 require_folder(CONFIGS, "*.yaml", CONFIGS_ENV)
@@ -71,29 +72,6 @@ FORMS: tuple[tuple[str, str, str | None], ...] = (
     ("alias", "{s}", None),
     ("url key", "${oc.env:RL_PLANT_{n}}", "{s}"),
 )
-
-#: What a launcher's env.yaml adds (as tests/test_real_configs.py's overlay).
-OVERLAY: dict[str, Any] = {
-    "policy_base_url": "http://127.0.0.1:8000/v1",
-    "policy_model_name": "nvidia/test-model",
-    "judge_base_url": "http://127.0.0.1:8001/v1",
-    "judge_model_name": "judge-model",
-    "policy_model": {
-        "responses_api_models": {
-            "vllm_model": {
-                "entrypoint": "app.py",
-                "base_url": "${policy_base_url}",
-                "api_key": "${policy_api_key}",
-                "model": "${policy_model_name}",
-            }
-        }
-    },
-}
-
-
-def config_files() -> list[Path]:
-    """Every YAML configuration of the fixture folder."""
-    return sorted(CONFIGS.rglob("*.yaml")) if CONFIGS.is_dir() else []
 
 
 def _rank(path: Path) -> str:

@@ -67,6 +67,7 @@ from tests.fault_support import (
     strace,
 )
 from tests.internals import SQLiteStore
+from tests.small_disk import small_disk
 from tests.test_cli_support import CliRun, failed, graded, read_jsonl, write_jsonl
 
 pytestmark = pytest.mark.slow
@@ -417,21 +418,8 @@ def test_r_1_ev_12_sigkill_at_each_system_call_then_the_next_command_recovers(
 @pytest.fixture
 def small_fs(tmp_path: Path) -> Iterator[Path]:
     """A 16 MiB tmpfs mounted for the test (root only), unmounted after."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root; the disk-full cases did not run")
-    mount = tmp_path / "mnt"
-    mount.mkdir()
-    made = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)],
-        capture_output=True,
-        text=True,
-    )
-    if made.returncode != 0:
-        pytest.skip(f"mount -t tmpfs is not permitted here: {made.stderr.strip()}")
-    try:
+    with small_disk(tmp_path, 16 * 1024) as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=True)
 
 
 PAGE = 4096  # tmpfs allocates whole pages

@@ -8,14 +8,14 @@ growing prefix.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, NamedTuple
 
 import psycopg
 
 from ledger.postgres.schema import SCHEMA
-from ledger.store.chain import checked_rows
+from ledger.store.chain import fold_triples
 from ledger.store.port import EventRow
 
 __all__ = ["COLUMNS", "StoreReadingMixin", "StoredRow"]
@@ -96,13 +96,9 @@ class StoreReadingMixin:
 
         With ``after``, checked as the chain that follows it (R-5).
         """
-        rows: Iterable[EventRow] = self.rows(from_seq)
-        if after is not None:
-            rows = checked_rows(
-                rows, where=self.path, from_seq=from_seq, prev_hash=lambda: after
-            )
-        for row in rows:
-            yield row.seq, row.kind, bytes(row.body)
+        return fold_triples(
+            self.rows(from_seq), where=self.path, from_seq=from_seq, after=after
+        )
 
     def _kind_windows(
         self, kinds: list[str], from_seq: int

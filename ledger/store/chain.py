@@ -19,6 +19,7 @@ __all__ = [
     "checked_fold_rows",
     "checked_rows",
     "first_chain_break",
+    "fold_triples",
 ]
 
 
@@ -230,3 +231,19 @@ def _why(
     )
     stored = EventRow(seq, kind_text, at_text, actor_text, body, stored_prev, digest)
     return _check(stored, expected, prev) or "it does not match its hash"
+
+
+def fold_triples(
+    rows: Iterable[EventRow], *, where: str, from_seq: int, after: bytes | None
+) -> Iterator[tuple[int, str, bytes]]:
+    """``(seq, kind, body)`` of stored ``rows``: replay's read for a store.
+
+    With ``after`` (the hash of the event before ``from_seq``), the rows are
+    checked as the chain that follows it (R-5).
+    """
+    if after is not None:
+        rows = checked_rows(
+            rows, where=where, from_seq=from_seq, prev_hash=lambda: after
+        )
+    for row in rows:
+        yield row.seq, row.kind, bytes(row.body)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ledger.errors import ConcurrencyConflict, CorruptLedger, Refused
 from ledger.events import ZERO_HASH
-from ledger.store.chain import chained_rows, checked_rows
+from ledger.store.chain import chained_rows, fold_triples
 from ledger.store.port import Builder, EventRow, NewEvent, NewRow
 
 __all__ = ["SCHEME", "MemoryStore", "forget_all", "new_run", "run_named", "runs"]
@@ -209,13 +209,9 @@ class MemoryStore:
 
         With ``after``, checked as the chain that follows it (R-5).
         """
-        rows: Iterable[EventRow] = self.rows(from_seq)
-        if after is not None:
-            rows = checked_rows(
-                rows, where=self.path, from_seq=from_seq, prev_hash=lambda: after
-            )
-        for row in rows:
-            yield row.seq, row.kind, row.body
+        return fold_triples(
+            self.rows(from_seq), where=self.path, from_seq=from_seq, after=after
+        )
 
     def distinct_kinds(self) -> set[str]:
         """Every kind stored in the log."""
