@@ -27,7 +27,15 @@ use, ``RunPaths`` (the files of one run) and ``ImportReport`` (what
 """
 
 from ledger import events
-from ledger.bounds import MAX_ATTEMPTS, MAX_INDEX, MAX_SEQ, attempt_key, bounded
+from ledger.bounds import (
+    MAX_ATTEMPTS,
+    MAX_INDEX,
+    MAX_SEQ,
+    attempt_key,
+    bounded,
+    rollout_index,
+    task_index,
+)
 from ledger.clock import Clock
 from ledger.errors import (
     ConcurrencyConflict,
@@ -174,10 +182,12 @@ __all__ = [
     "redact_secrets",
     "resolve_out",
     "rollout_id",
+    "rollout_index",
     "rollout_wallclock",
     "route_failure",
     "row_facts",
     "sandbox_or_tool_fault",
     "selected_failure_kind",
     "side",
+    "task_index",
 ]

@@ -20,6 +20,8 @@ __all__ = [
     "attempt_key",
     "bounded",
     "out_of_bounds",
+    "rollout_index",
+    "task_index",
 ]
 
 #: Attempts per rollout: the saved cap, an extension's total, the policy's
@@ -58,18 +60,28 @@ def bounded(value: object, *, low: int, high: int, what: str, key: str) -> int:
     return value  # type: ignore[return-value]  # checked: an int in range
 
 
+def task_index(value: object) -> int:
+    """A task index a user names (``--task``), within its bound."""
+    return bounded(value, low=0, high=MAX_INDEX, what="--task takes a task", key="task")
+
+
+def rollout_index(value: object) -> int:
+    """A rollout index a user names (``--rollout``), within its bound."""
+    return bounded(
+        value,
+        low=0,
+        high=MAX_INDEX,
+        what="--rollout takes a rollout index",
+        key="rollout",
+    )
+
+
 def attempt_key(key: tuple[int, int, int]) -> tuple[int, int, int]:
     """An attempt a user names (task, rollout, attempt), each within its bound."""
     task, rollout, attempt = key
     return (
-        bounded(task, low=0, high=MAX_INDEX, what="--task takes a task", key="task"),
-        bounded(
-            rollout,
-            low=0,
-            high=MAX_INDEX,
-            what="--rollout takes a rollout index",
-            key="rollout",
-        ),
+        task_index(task),
+        rollout_index(rollout),
         bounded(
             attempt,
             low=0,

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from ledger import MAX_INDEX, MAX_SEQ, bounded, redact_secrets
+from ledger import MAX_SEQ, bounded, redact_secrets, rollout_index, task_index
 from ledger import events as ev
 from ledger.errors import ConfigError
 from projections.decide import Decision, decide
@@ -329,15 +329,9 @@ def _check_bounds(task: int | None, rollout: int | None, since: int | None) -> N
     if since is not None:
         bounded(since, low=1, high=MAX_SEQ, what="--since takes a seq", key="since")
     if task is not None:
-        bounded(task, low=0, high=MAX_INDEX, what="--task takes a task", key="task")
+        task_index(task)
     if rollout is not None:
-        bounded(
-            rollout,
-            low=0,
-            high=MAX_INDEX,
-            what="--rollout takes a rollout index",
-            key="rollout",
-        )
+        rollout_index(rollout)
 
 
 def history(

@@ -31,12 +31,10 @@ from ledger.errors import LockHeld, LockLost, Refused
 from ledger.postgres.schema import LOCK_NAMESPACE, SCHEMA, translate
 
 __all__ = [
-    "FENCED_HEAD",
     "AdvisoryRunLock",
     "acquire_run_lock",
     "current_holder",
-    "fence_check",
-    "fenced_head_params",
+    "fenced_head",
     "run_lock_key",
 ]
 
@@ -170,7 +168,7 @@ def acquire_run_lock(conn: psycopg.Connection[Any], run: str) -> AdvisoryRunLock
 #: What a coordinator's append locks and reads with the run's head: the
 #: fencing epoch (FOR SHARE: an acquirer's bump waits for this transaction)
 #: and whether the holder's lock session still holds the advisory lock.
-FENCED_HEAD = (
+_FENCED_HEAD = (
     f"SELECT r.head_seq, r.head_hash, r.release_epoch, f.epoch, EXISTS ("
     "SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted "
     "AND l.classid::bigint = %s AND l.objid::bigint = %s AND l.objsubid = 2 "
@@ -179,8 +177,8 @@ FENCED_HEAD = (
 )
 
 
-def fenced_head_params(lock: AdvisoryRunLock) -> tuple[int, int, int, str]:
-    """The parameters of :data:`FENCED_HEAD` for ``lock``."""
+def _fenced_head_params(lock: AdvisoryRunLock) -> tuple[int, int, int, str]:
+    """The parameters of :data:`_FENCED_HEAD` for ``lock``."""
     return (
         LOCK_NAMESPACE,
         _unsigned(run_lock_key(lock.run)),
@@ -189,10 +187,10 @@ def fenced_head_params(lock: AdvisoryRunLock) -> tuple[int, int, int, str]:
     )
 
 
-def fence_check(lock: AdvisoryRunLock, epoch: int | None, holds: bool) -> None:
+def _fence_check(lock: AdvisoryRunLock, epoch: int | None, holds: bool) -> None:
     """Raise ``LockLost`` unless ``lock`` still owns the run (SC-4).
 
-    ``epoch`` and ``holds`` are what :data:`FENCED_HEAD` read in the append's
+    ``epoch`` and ``holds`` are what :data:`_FENCED_HEAD` read in the append's
     transaction (``epoch`` ``None``: no fence row). Once lost, always lost.
     """
     if lock.lost is None:
@@ -212,6 +210,36 @@ def fence_check(lock: AdvisoryRunLock, epoch: int | None, holds: bool) -> None:
             )
     if lock.lost is not None:
         raise lock.lost_error()
+
+
+def fenced_head(
+    cur: psycopg.Cursor[Any], lock: AdvisoryRunLock
+) -> tuple[Any, ...] | None:
+    """Lock the run's head for an append fenced on ``lock`` (SC-3, SC-4).
+
+    ``(head_seq, head_hash, release_epoch)``, or ``None`` when the run is not
+    in the database. The fence is read in the append's own transaction, with
+    the head's row lock, so it cannot pass and then be overtaken: ``LockLost``
+    unless ``lock`` still owns the run.
+    """
+    if lock.lost is not None:
+        raise lock.lost_error()
+    found = cur.execute(_FENCED_HEAD, _fenced_head_params(lock)).fetchone()
+    if (
+        found is None
+        and (
+            cur.execute(f"SELECT 1 FROM {SCHEMA}.runs WHERE run = %s", (lock.run,))
+        ).fetchone()
+        is None
+    ):
+        return None
+    _fence_check(
+        lock,
+        None if found is None else int(found[3]),
+        found is not None and bool(found[4]),
+    )
+    assert found is not None  # without its fence row, _fence_check raised
+    return tuple(found[:3])
 
 
 def current_holder(conn: psycopg.Connection[Any], run: str) -> str | None:

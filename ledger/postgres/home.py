@@ -84,7 +84,7 @@ class PostgresHome:
             self.url, events=[first], stem=self.url.run, fill=fill
         ).close()
 
-    def open(self, *, lock_held: bool, lock: LockPart | None = None) -> OpenRun:
+    def open(self, *, lock: LockPart | None = None) -> OpenRun:
         """A session that may append: the coordinator's, or a worker's (SC-4).
 
         The coordinator's appends are fenced on its held advisory lock: once
@@ -92,7 +92,7 @@ class PostgresHome:
         """
         store = PostgresStore.open(self.url, writable=True)
         try:
-            if lock_held and isinstance(lock, AdvisoryLock):
+            if isinstance(lock, AdvisoryLock):
                 store.fence_on(lock.advisory())
             files = StoreFiles(store, RunNames(store.stem()))
         except BaseException:

@@ -26,12 +26,10 @@ from ledger.errors import (
     Refused,
 )
 from ledger.postgres.advisory import (
-    FENCED_HEAD,
     AdvisoryRunLock,
     acquire_run_lock,
     current_holder,
-    fence_check,
-    fenced_head_params,
+    fenced_head,
 )
 from ledger.postgres.files import (
     StoreFilesMixin,
@@ -325,46 +323,22 @@ class PostgresStore(StoreReadingMixin, StoreFilesMixin):
         return chained
 
     def _lock_head(self, cur: psycopg.Cursor[Any]) -> tuple[int, bytes, int]:
-        # SC-3: this row lock serializes every append to the run, on any node.
+        # SC-3: this row lock serializes every append to the run, on any node;
+        # a coordinator's also reads its fence (SC-4).
         if self._fence is not None:
-            return self._lock_fenced_head(cur, self._fence)
-        found = cur.execute(
-            f"SELECT head_seq, head_hash, release_epoch FROM {SCHEMA}.runs "
-            "WHERE run = %s FOR UPDATE",
-            (self.run,),
-        ).fetchone()
+            found = fenced_head(cur, self._fence)
+        else:
+            found = cur.execute(
+                f"SELECT head_seq, head_hash, release_epoch FROM {SCHEMA}.runs "
+                "WHERE run = %s FOR UPDATE",
+                (self.run,),
+            ).fetchone()
         if found is None:
             raise CorruptLedger(
                 f"{self.path}: the run {self.run!r} is not in this database",
                 path=self.path,
             )
         return int(found[0]), bytes(found[1]), int(found[2])
-
-    def _lock_fenced_head(
-        self, cur: psycopg.Cursor[Any], lock: AdvisoryRunLock
-    ) -> tuple[int, bytes, int]:
-        # SC-4: the fence is read in the append's own transaction, with the
-        # head's row lock, so it cannot pass and then be overtaken.
-        if lock.lost is not None:
-            raise lock.lost_error()
-        found = cur.execute(FENCED_HEAD, fenced_head_params(lock)).fetchone()
-        if found is None:
-            self._require_run_row(cur)  # no such run: CorruptLedger
-        fence_check(
-            lock,
-            None if found is None else int(found[3]),
-            found is not None and bool(found[4]),
-        )
-        assert found is not None  # without its row, fence_check raised
-        return int(found[0]), bytes(found[1]), int(found[2])
-
-    def _require_run_row(self, cur: psycopg.Cursor[Any]) -> None:
-        found = cur.execute(f"SELECT 1 FROM {SCHEMA}.runs WHERE run = %s", (self.run,))
-        if found.fetchone() is None:
-            raise CorruptLedger(
-                f"{self.path}: the run {self.run!r} is not in this database",
-                path=self.path,
-            )
 
     def save_snapshot(
         self,

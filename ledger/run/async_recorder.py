@@ -18,7 +18,7 @@ from ledger.errors import ConfigError
 from ledger.events import JudgeAdmitted, StoredEvent
 from ledger.policy.judge import JudgeAdmission
 from ledger.run.recorder import Recorder, Staged
-from ledger.store.port import Prepared
+from ledger.store.prepared import Prepared
 
 __all__ = ["AsyncRecorder"]
 

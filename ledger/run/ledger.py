@@ -147,10 +147,7 @@ class Ledger(LogReader, RecordingMixin):
         home = home_for(out)
         if lock is not None:
             lock.require_for(home.target)
-        opened = home.open(
-            lock_held=lock is not None,
-            lock=None if lock is None else lock.home_part,
-        )
+        opened = home.open(lock=None if lock is None else lock.home_part)
         led = cls(
             home,
             opened,

@@ -44,7 +44,7 @@ from ledger.events import (
 from ledger.files import json_problem, read_regular
 from ledger.run.recorder import Recorder, Staged
 from ledger.run.write_index import Attempt
-from ledger.store.port import Prepared
+from ledger.store.prepared import Prepared
 
 if TYPE_CHECKING:
     from ledger.run.ledger import Ledger

@@ -36,7 +36,8 @@ from ledger.rows.kinds import omission_reason, row_route, selected_failure_kind
 from ledger.rows.values import brief, is_mapping
 from ledger.run.write_index import Attempt, WriteIndex
 from ledger.run.writer import Writer
-from ledger.store.port import MakeEvent, Prepared, RunNames
+from ledger.store.port import RunNames
+from ledger.store.prepared import MakeEvent, Prepared
 
 __all__ = ["Prepared", "Recorder", "Staged"]
 

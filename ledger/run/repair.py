@@ -40,7 +40,7 @@ from ledger.files import atomic_replace, fsync_dir, open_regular, refuse_irregul
 from ledger.paths import RunPaths
 from ledger.run.recorder import Recorder, Staged
 from ledger.run.write_index import FileEnd, WriteIndex
-from ledger.store.port import Prepared
+from ledger.store.prepared import Prepared
 
 __all__ = ["REPAIRS", "PendingRepair", "Unrecorded", "find_unrecorded", "repair"]
 

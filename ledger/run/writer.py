@@ -27,7 +27,8 @@ from ledger.events import (
 )
 from ledger.run.index_keeper import IndexKeeper
 from ledger.store.decode import stored_from_row
-from ledger.store.port import EventStore, NewEvent, Prepared, RowSink
+from ledger.store.port import EventStore, NewEvent, RowSink
+from ledger.store.prepared import Prepared
 
 __all__ = ["WORKER_KINDS", "Writer", "checked", "fast_kind"]
 

@@ -18,7 +18,8 @@ from typing import IO
 from ledger.errors import CorruptLedger, StorageError
 from ledger.events import Event
 from ledger.files import open_regular
-from ledger.store.port import EventRow, EventStore, NewEvent, Prepared, locate
+from ledger.store.port import EventRow, EventStore, NewEvent
+from ledger.store.prepared import Prepared, locate
 
 __all__ = ["FileSink"]
 

@@ -95,14 +95,14 @@ class FolderHome:
         ) as store:
             store.append_many([first])
 
-    def open(self, *, lock_held: bool, lock: LockPart | None = None) -> OpenRun:
+    def open(self, *, lock: LockPart | None = None) -> OpenRun:
         """Open ``ledger.db``: read-write with the lock held, else read-only."""
         self._refuse_files_without_ledger()
-        store = SQLiteStore.open(self.paths.db, writable=lock_held)
+        store = SQLiteStore.open(self.paths.db, writable=lock is not None)
         return OpenRun(
             store=store,
             files=FolderFiles(self.paths),
-            writable=lock_held,
+            writable=lock is not None,
             shared_log=False,
             folder=self.paths.folder,
         )

@@ -109,12 +109,16 @@ class MemoryHome:
                 raise ConfigError(f"{self.where} exists already: this run was started")
             table[self.name] = run
 
-    def open(self, *, lock_held: bool, lock: LockPart | None = None) -> OpenRun:
+    def open(self, *, lock: LockPart | None = None) -> OpenRun:
         """The run's log, files and write path: a writer with the lock held."""
-        store = MemoryStore.open(self.name, writable=lock_held)
+        store = MemoryStore.open(self.name, writable=lock is not None)
         files = MemoryFiles(store, RunNames(self.name))
         return OpenRun(
-            store=store, files=files, writable=lock_held, shared_log=False, folder=None
+            store=store,
+            files=files,
+            writable=lock is not None,
+            shared_log=False,
+            folder=None,
         )
 
     def check_opened(self, opened: OpenRun) -> None:

@@ -10,35 +10,31 @@ opened without knowing which backend it is; nothing above this port asks.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
-
-from ledger.events import Event, Location
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 if TYPE_CHECKING:
+    from ledger.events import Event
     from ledger.store.materialize import MaterializedInputs
+    from ledger.store.prepared import Prepared
 
 __all__ = [
     "Builder",
     "EventRow",
     "EventStore",
     "LockPart",
-    "MakeEvent",
     "NewEvent",
     "NewRow",
     "OpenRun",
-    "Prepared",
     "RowReader",
     "RowSink",
     "RowStore",
     "RunFiles",
     "RunHome",
     "RunNames",
-    "locate",
 ]
 
 
@@ -99,59 +95,6 @@ class NewRow(NamedTuple):
 Builder = Callable[
     [dict[str, list[int]]], tuple[Sequence[NewEvent], Sequence["NewRow | None"]]
 ]
-
-
-#: Builds an outcome's event once its row is located: from the row's
-#: :class:`Location` and its line in its file (the sidecar line, EV-12).
-MakeEvent = Callable[[Location, int], Event]
-
-
-@dataclass
-class Prepared:
-    """One checked operation: an event, or a row and how to make its event.
-
-    A row's event is made by ``make`` once the sink located the row, where its
-    file really ends.
-    """
-
-    body: Event | None = None
-    file: str | None = None
-    data: bytes = b""
-    make: MakeEvent | None = None
-    result: Any = None
-    #: Where the row was placed (set by :func:`locate`).
-    location: Location | None = None
-
-    @property
-    def event(self) -> Event:
-        """The operation's event (after :func:`locate`, for one with a row)."""
-        if self.body is None:
-            raise ValueError("this operation's row is not located yet")
-        return self.body
-
-
-def locate(ops: Sequence[Prepared], ends: dict[str, list[int]]) -> list[Event]:
-    """Place each row at its file's end and build its event; the events in order.
-
-    ``ends`` maps a file to ``[offset, lines]`` where its recorded bytes end; it
-    is advanced past every row placed (the sinks keep or store it).
-    """
-    events: list[Event] = []
-    for op in ops:
-        if op.file is not None and op.make is not None:
-            end = ends.setdefault(op.file, [0, 0])
-            where = Location(
-                file=op.file,
-                offset=end[0],
-                length=len(op.data),
-                row_sha256=hashlib.sha256(op.data).hexdigest(),
-            )
-            op.location = where
-            op.body = op.make(where, end[1])
-            end[0] += len(op.data)
-            end[1] += 1
-        events.append(op.event)
-    return events
 
 
 class EventStore(Protocol):
@@ -399,11 +342,11 @@ class RunHome(Protocol):
         """Create the run with its first event and inputs, whole or not at all."""
         ...
 
-    def open(self, *, lock_held: bool, lock: LockPart | None = None) -> OpenRun:
-        """Open the run: a writer with the lock held, else a reader (or worker).
+    def open(self, *, lock: LockPart | None = None) -> OpenRun:
+        """Open the run: a writer with ``lock`` held, else a reader (or worker).
 
-        ``lock`` is the held part this home made (:meth:`lock_part`), for a
-        store that fences each append on it (a PostgreSQL run).
+        ``lock`` is the held part this home made (:meth:`lock_part`); a store
+        that fences each append on it (a PostgreSQL run) keeps it.
         """
         ...
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from ledger.events import Event
-from ledger.store.port import EventRow, NewEvent, NewRow, Prepared, RowStore, locate
+from ledger.store.port import EventRow, NewEvent, NewRow, RowStore
+from ledger.store.prepared import Prepared, locate
 
 __all__ = ["RowStoreSink"]
 
