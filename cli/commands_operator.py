@@ -204,11 +204,16 @@ def _setting(text: str) -> tuple[str, Any]:
 )
 @_reason_option
 def policy(out: Path, settings: tuple[str, ...], reason: str) -> None:
-    """Change the run's recovery policy: policy_changed (REC-60).
+    """Change the run's recovery policy, recorded as policy_changed.
 
     The change applies to every outcome on replay. Settings: fault_share,
     side_overrides.<kind> (evaluation or model; null removes), regrade_kinds,
-    retry_terminal_timeouts, max_free_attempts.
+    retry_terminal_timeouts, retry_invalid_judge_responses, max_free_attempts.
+    A kind is a registered failure kind or a failure class the run's rows
+    carry (infrastructure_error, for example): one change settles every row
+    of that class. retry_invalid_judge_responses (default false) judges again
+    a saved result whose judge flagged its verdict invalid
+    (invalid_judge_response), instead of keeping its placeholder score.
 
     \b
     Example:

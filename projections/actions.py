@@ -281,12 +281,27 @@ def reset_budget(ledger: Ledger, *, reason: str, actor: str) -> OperatorResult:
     return append_operator_events(ledger, state, [body], actor=actor)
 
 
+def _failure_classes(state: RunState) -> frozenset[str]:
+    """The failure kinds and classes the run's recorded outcomes carry (REC-80)."""
+    kinds = {
+        attempt.kind
+        for _, rollout in state.ordered_rollouts()
+        for attempt in rollout.newest_first()
+    }
+    return frozenset(kind for kind in kinds if kind is not None)
+
+
 def set_policy(
     ledger: Ledger, settings: Mapping[str, Any], *, reason: str, actor: str
 ) -> tuple[dict[str, PolicyChange], OperatorResult]:
-    """REC-60: record the settings that change the policy in force, if any."""
+    """REC-60: record the settings that change the policy in force, if any.
+
+    REC-80: a kind the change names is registered or a failure class of one
+    of the run's rows.
+    """
     state = replay(ledger)
-    changes = policy_changes(policy_from_json(state.policy), settings)
+    policy = policy_from_json(state.policy)
+    changes = policy_changes(policy, settings, classes=_failure_classes(state))
     bodies: list[Event] = (
         [PolicyChanged(changes=changes, reason=reason)] if changes else []
     )

@@ -22,7 +22,12 @@ RESERVED = 4  # the attempt was reserved (an import records outcomes without)
 CODE_SHIFT = 3
 _FLAG_MASK = (1 << CODE_SHIFT) - 1
 
-_ROW_KINDS = {"REC-20.2": "omission", "REC-20.4": "result", "REC-20.5": "failure"}
+_ROW_KINDS = {
+    "REC-20.2": "omission",
+    "REC-20.4": "result",
+    "REC-20.5": "failure",
+    "REC-82": "result",  # an invalid judge response judged again
+}
 # Each branch's fields, indexed by Attempt.code; the booleans end with the
 # answer for code -1 (no outcome).
 _RULES = tuple(branch.rule for branch in BRANCHES)

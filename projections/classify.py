@@ -12,7 +12,15 @@ from ledger.policy.model import RecoveryPolicy
 from ledger.rows.facts import RowFacts
 from ledger.rows.failure_kinds import kind_info, kind_is
 
-__all__ = ["BRANCHES", "CODES", "OMISSION", "Branch", "classify", "is_terminal_failure"]
+__all__ = [
+    "BRANCHES",
+    "CODES",
+    "OMISSION",
+    "REVALIDATED_FAULTS",
+    "Branch",
+    "classify",
+    "is_terminal_failure",
+]
 
 # What a branch decides (see projections/decide.py):
 #   "complete", "held", "terminal", "free" (a free retry), "retry" (counted,
@@ -79,27 +87,45 @@ _5H_VERIFICATION = _branch("5h", "rejudge", "verification", counted=True)
 _5H_MODEL = _branch("5h", "complete", "settled_zero")
 _5H_HELD = _branch("5h", "held", "kept_answer")
 _5I = _branch("5i", "retry", "failed", counted=True)
+# REC-82: under `retry_invalid_judge_responses`, a result whose judge's verdict
+# was unusable is judged again (its answer kept), or run again without one.
+_INVALID_JUDGE_REJUDGE = Branch(
+    ("REC-82", "rejudge", "invalid_judge_response", True, False)
+)
+_INVALID_JUDGE_RETRY = Branch(("REC-82", "retry", "failed", True, False))
 
 BRANCHES: tuple[Branch, ...] = (
     OMISSION, _4A, _4B, _4C, _4D, _4E_GRADED, _4E_UNSCORED, _5A_GRADED,
     _5A_SETTLED, _5B, _5C, _5D, _5E, _5F_HELD, _5F_FREE, _5F_COUNTED, _5G,
     _5H_VERIFICATION, _5H_MODEL, _5H_HELD, _5I,
+    _INVALID_JUDGE_REJUDGE, _INVALID_JUDGE_RETRY,
 )  # fmt: skip
 #: A branch's index in BRANCHES.
 CODES: dict[Branch, int] = {branch: code for code, branch in enumerate(BRANCHES)}
 
 
+#: REC-81: environment faults NeMo Gym 0.7.0's GDPVal verifier writes and
+#: re-validates on resume, so `retry_terminal_timeouts` reopens them too.
+REVALIDATED_FAULTS = ("reference_missing", "eval_missing", "transport_ineligible")
+
+
 def is_terminal_failure(facts: RowFacts, policy: RecoveryPolicy) -> bool:
-    """REC-14, REC-15: stamped terminal, unless an opted-in timeout."""
+    """REC-14, REC-15, REC-81: stamped terminal, unless opted-in and reopened.
+
+    ``skipped`` is terminal whether or not it is stamped; the opt-in reopens a
+    timeout (the agent's own deadline, as the failure-kind table marks it) and
+    the environment faults of ``REVALIDATED_FAULTS``, never an omission.
+    """
+    kind = facts.selected_kind
+    if kind_is(kind, "skipped"):  # a producer class, not a registered kind
+        return True
     if not facts.terminal:
         return False
-    # The agent's own deadline, as the failure-kind table marks it.
-    info = kind_info(facts.selected_kind)
-    timeout = info is not None and info.agent_deadline
-    # REC-15 never reopens skipped (a producer class, not a registered kind) or
-    # an omission (5a, a final timeout, comes first).
-    skipped = kind_is(facts.selected_kind, "skipped") or facts.omitted
-    return not (policy.retry_terminal_timeouts and timeout and not skipped)
+    info = kind_info(kind)
+    reopened = (info is not None and info.agent_deadline) or kind_is(
+        kind, *REVALIDATED_FAULTS
+    )
+    return not (policy.retry_terminal_timeouts and reopened and not facts.omitted)
 
 
 def _result(facts: RowFacts, policy: RecoveryPolicy) -> Branch:
@@ -111,6 +137,9 @@ def _result(facts: RowFacts, policy: RecoveryPolicy) -> Branch:
         return _4C
     if facts_rules.is_infrastructure_agent_timeout(facts, policy):
         return _4D
+    if facts.invalid_judge_response and policy.retry_invalid_judge_responses:
+        kept = facts.keeps_saved_answer
+        return _INVALID_JUDGE_REJUDGE if kept else _INVALID_JUDGE_RETRY
     return _4E_GRADED if facts.reward is not None else _4E_UNSCORED
 
 
@@ -122,7 +151,11 @@ def _route(facts: RowFacts, delivery: str) -> Branch:
 
 
 def _kept_answer(facts: RowFacts, policy: RecoveryPolicy) -> Branch:
-    if facts.stage == "verification":
+    # REC-81: the GDPVal environment faults are written by its verifier, so a
+    # reopened one with the policy's answer kept is judged again, never
+    # sampled again (as a verification failure, ROW-60).
+    verifier = kind_is(facts.selected_kind, *REVALIDATED_FAULTS)
+    if facts.stage == "verification" or verifier:
         return _5H_VERIFICATION
     if facts_rules.kind_side(facts, policy) == "model":
         return _5H_MODEL

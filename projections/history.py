@@ -45,6 +45,7 @@ RULES = {
     "REC-20.5g": "regrade kind with a saved answer",
     "REC-20.5h": "kept saved answer",
     "REC-20.5i": "failure",
+    "REC-82": "invalid judge response",
     "REC-25": "approved rerun",
     "REC-35": "omission alongside completed tasks",
 }

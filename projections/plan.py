@@ -18,8 +18,14 @@ __all__ = ["HeldItem", "Plan", "PlanKeys", "RejudgeItem", "in_flight", "plan_key
 Key = tuple[int, int, int]
 
 
-class RejudgeItem(msgspec.Struct, frozen=True):
-    """A saved answer to judge again, and where its row is (REC-30)."""
+class RejudgeItem(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A saved answer to judge again, and where its row is (REC-30).
+
+    ROW-63: when the row names a kept deliverable, the item carries
+    ``reuse_cached_deliverable`` and ``deliverables_dir``, so the collector
+    judges that deliverable instead of sampling again; otherwise neither
+    appears in the item's JSON.
+    """
 
     task: int
     rollout: int
@@ -27,6 +33,8 @@ class RejudgeItem(msgspec.Struct, frozen=True):
     file: str
     offset: int
     length: int
+    reuse_cached_deliverable: bool = False
+    deliverables_dir: str | None = None
 
 
 class HeldItem(msgspec.Struct, frozen=True):

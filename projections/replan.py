@@ -27,6 +27,7 @@ from ledger.events import (
     Location,
     ResultSaved,
 )
+from ledger.rows.answers import names_kept_deliverable
 from ledger.store.port import EventRow
 from projections.decide import Decision, decide_all
 from projections.plan import Plan, PlanKeys, RejudgeItem, plan_keys
@@ -108,19 +109,54 @@ def _outcome_seq(rollout: RolloutState, attempt: int) -> int:
     return record.seq
 
 
+class _Deliverable(msgspec.Struct):
+    """What ROW-63 reads of a row to re-judge: its kept deliverable, if any."""
+
+    reuse_cached_deliverable: object = None
+    deliverables_dir: object = None
+
+
+_DELIVERABLE_DECODER = msgspec.json.Decoder(_Deliverable)
+
+
+def _deliverable(data: bytes | None) -> dict[str, Any]:
+    """ROW-63: the plan item's deliverable fields for the row ``data`` holds."""
+    try:
+        found = _DELIVERABLE_DECODER.decode(data or b"")
+    except (msgspec.DecodeError, RecursionError):
+        return {}  # a row that does not read so names no deliverable
+    fields = msgspec.structs.asdict(found)
+    if not names_kept_deliverable(fields):
+        return {}
+    folder = found.deliverables_dir
+    kept = folder if isinstance(folder, str) and folder else None
+    return {"reuse_cached_deliverable": True, "deliverables_dir": kept}
+
+
 def _rejudge_items(
     ledger: Ledger, state: RunState, keys: Sequence[tuple[int, int, int]]
 ) -> list[RejudgeItem]:
     seqs = [_outcome_seq(state.rollout(t, i), a) for t, i, a in keys]
     # One read of every outcome event named, not a read per key (P-4).
     found = {row.seq: row for row in ledger.raw_events_at(seqs)}
-    items = []
-    for (task, index, attempt), seq in zip(keys, seqs, strict=True):
-        where = _location(ledger, seq, found.get(seq))
-        items.append(
-            RejudgeItem(task, index, attempt, where.file, where.offset, where.length)
+    places = [_location(ledger, seq, found.get(seq)) for seq in seqs]
+    rows: list[bytes | None] = []
+    with ledger.files.reader() as reader:  # the rows, for ROW-63's deliverable
+        for start in range(0, len(places), _READ_CHUNK):  # a query each in a store
+            chunk = places[start : start + _READ_CHUNK]
+            rows += reader.read_many([(w.file, w.offset, w.length) for w in chunk])
+    return [
+        RejudgeItem(
+            task,
+            index,
+            attempt,
+            where.file,
+            where.offset,
+            where.length,
+            **_deliverable(data),
         )
-    return items
+        for (task, index, attempt), where, data in zip(keys, places, rows, strict=True)
+    ]
 
 
 def build_plan(

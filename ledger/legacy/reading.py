@@ -269,6 +269,8 @@ class OutcomeReader:
     rows_read: int = 0
     # REC-72: sidecar rows per key, counted as the older collector counted them.
     sidecar_rows: Counter[Key] = field(default_factory=Counter)
+    # REC-82: moved rows' attempts, by key and own `_ng_attempt_index`.
+    migrated: dict[tuple[Key, int | None], int] = field(default_factory=dict)
     #: Called with (bytes read, bytes to read) as reading goes (CLI progress).
     progress: Progress | None = None
     total: int = 0
@@ -351,7 +353,18 @@ class OutcomeReader:
                 f"{BAD_ATTEMPT} from 0 to {MAX_ATTEMPT_INDEX} "
                 f"({brief(row.get('_ng_attempt_index'))})"
             )
+        attempt = self._migration(row, key, attempt, sidecar=sidecar)
         return _body(row, key, attempt, _location(line, file), line, sidecar=sidecar)
+
+    def _migration(
+        self, row: Mapping[str, Any], key: Key, attempt: int, *, sidecar: bool
+    ) -> int:
+        """REC-82: a main row an interrupted move left takes its sidecar copy's
+        attempt, so it is that attempt's duplicate (REC-1), whatever the policy."""
+        own = (key, _index(row, "_ng_attempt_index"))
+        if sidecar and row.get("_ng_migrated_invalid_judge_response") is True:
+            self.migrated.setdefault(own, attempt)
+        return attempt if sidecar else self.migrated.get(own, attempt)
 
 
 def _location(line: RawLine, file: str) -> Location:

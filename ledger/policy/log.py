@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -12,6 +12,12 @@ from ledger.bounds import MAX_ATTEMPTS, bounded
 from ledger.errors import ConfigError, CorruptLedger
 from ledger.events import PolicyChange, PolicyChanged, RunCreated
 from ledger.policy.model import DEFAULT_POLICY, RecoveryPolicy
+from ledger.rows.failure_kinds import (
+    FAILURE_KINDS,
+    canonical_kind,
+    is_namespaced,
+    is_registered,
+)
 
 __all__ = ["apply_changes", "policy_changes", "policy_from_events", "policy_from_json"]
 
@@ -89,9 +95,19 @@ def policy_from_events(bodies: Iterable[object]) -> RecoveryPolicy:
 
 
 def policy_changes(
-    policy: RecoveryPolicy, settings: Mapping[str, Any]
+    policy: RecoveryPolicy,
+    settings: Mapping[str, Any],
+    *,
+    classes: Collection[str] = (),
 ) -> dict[str, PolicyChange]:
-    """The changes that setting dotted ``settings`` makes, checked (``ConfigError``)."""
+    """The changes that setting dotted ``settings`` makes, checked (``ConfigError``).
+
+    ``classes`` are the failure classes the run's rows carry: with the
+    registered kinds, the names ``side_overrides`` and ``regrade_kinds`` may
+    newly name (REC-80).
+    """
+    for dotted in settings:
+        _known_setting(dotted)
     if "max_free_attempts" in settings:
         bounded(
             settings["max_free_attempts"],
@@ -110,9 +126,59 @@ def policy_changes(
         if old != new:
             changes[dotted] = PolicyChange(old=old, new=new)
     try:
-        apply_changes(policy, changes)
+        changed = apply_changes(policy, changes)
     except ValidationError as exc:
         raise ConfigError(
             f"the policy change is not valid: {exc}", key=",".join(settings)
         ) from exc
+    _known_names(policy, changed, classes)
     return changes
+
+
+#: What each setting takes, for the message that refuses an unknown one.
+_SETTINGS = (
+    "fault_share",
+    "side_overrides.<kind>",
+    "regrade_kinds",
+    "retry_terminal_timeouts",
+    "retry_invalid_judge_responses",
+    "max_free_attempts",
+)
+
+
+def _known_setting(dotted: str) -> None:
+    if dotted.split(".")[0] not in RecoveryPolicy.model_fields:
+        raise ConfigError(
+            f"the policy has no setting {dotted!r}; the settings are "
+            f"{', '.join(_SETTINGS)}",
+            key=dotted,
+        )
+
+
+def _known_names(
+    before: RecoveryPolicy, after: RecoveryPolicy, classes: Collection[str]
+) -> None:
+    # REC-80: a name the change adds is a registered kind or a class of the
+    # run's rows (an environment's `<server>:<kind>` may be regraded as before);
+    # anything else is a typo, refused with what could have been meant.
+    seen = {canonical_kind(c) or c for c in classes}
+    added = [
+        ("side_overrides", name, False)
+        for name in after.side_overrides
+        if name not in before.side_overrides
+    ] + [
+        ("regrade_kinds", name, True)
+        for name in after.regrade_kinds
+        if name not in before.regrade_kinds
+    ]
+    for setting, name, namespaced in added:
+        if is_registered(name) or name in seen or (namespaced and is_namespaced(name)):
+            continue
+        run_classes = ", ".join(sorted(seen - FAILURE_KINDS)) or "none"
+        raise ConfigError(
+            f"the policy change is not valid: {setting} names {name!r}, which is "
+            "neither a registered failure kind nor a failure class of this run's "
+            f"rows.\n  registered failure kinds: {', '.join(sorted(FAILURE_KINDS))}"
+            f"\n  other failure classes in this run: {run_classes}",
+            key=setting,
+        )

@@ -8,6 +8,7 @@ defaults, its validation and its stable digest.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterator, Mapping
 from typing import Annotated, Any, Final, Self
 
@@ -26,15 +27,9 @@ from pydantic import (
 )
 
 from ledger.bounds import MAX_ATTEMPTS
-from ledger.rows.failure_kinds import (
-    DEFAULT_REGRADE_KINDS,
-    Side,
-    canonical_kind,
-    is_namespaced,
-    is_registered,
-)
+from ledger.rows.failure_kinds import DEFAULT_REGRADE_KINDS, Side, canonical_kind
 
-__all__ = ["DEFAULT_POLICY", "FrozenSides", "RecoveryPolicy"]
+__all__ = ["DEFAULT_POLICY", "FrozenSides", "RecoveryPolicy", "is_class_name"]
 
 
 class FrozenSides(Mapping[str, Side]):
@@ -70,10 +65,11 @@ class RecoveryPolicy(BaseModel):
     Kind names are stored as shared names (ROW-22: ``judge_invalid`` becomes
     ``judge_unparseable``), ``regrade_kinds`` sorted without repeats and
     ``side_overrides`` sorted by kind, so equal policies have equal digests.
-    Decisions where REC-60 is silent: a ``side_overrides`` key must be a
-    registered kind (an unregistered or namespaced kind has no side to move,
-    ROW-34, so naming one is a typo and is refused); a ``regrade_kinds`` entry
-    must be registered or namespaced (a launcher may regrade its own kinds).
+    REC-80: ``side_overrides`` and ``regrade_kinds`` name registered kinds or
+    the failure classes a run's rows carry (``infrastructure_error``,
+    ``tau2_agent_error``, ...), so the value alone checks only a name's shape;
+    a change to a run's policy checks each new name against the run
+    (``ledger.policy.log.policy_changes``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -81,7 +77,7 @@ class RecoveryPolicy(BaseModel):
     #: ROW-32 (`AGENT_TIMEOUT_FAULT_SHARE`): the share of the window faulted
     #: model calls must fill to own it.
     fault_share: Annotated[float, Strict(), Field(gt=0, le=1)] = 0.5
-    #: ROW-34: move a registered kind to the other side.
+    #: ROW-34, REC-80: move a kind or a run's failure class to a side.
     side_overrides: Mapping[StrictStr, Side] = Field(default_factory=FrozenSides)
     #: ROW-40, ROW-43, REC-20: kinds whose saved answer is graded again; by
     #: default the kinds the failure-kind table marks regraded by default.
@@ -90,13 +86,15 @@ class RecoveryPolicy(BaseModel):
     retry_terminal_timeouts: StrictBool = False
     #: REC-4: free attempts after which a free retry is `exhausted`.
     max_free_attempts: Annotated[StrictInt, Field(ge=1, le=MAX_ATTEMPTS)] = 5
+    #: REC-82: a result whose judge's verdict was unusable is judged again.
+    retry_invalid_judge_responses: StrictBool = False
 
     @field_validator("side_overrides", mode="after")
     @classmethod
     def _shared_override_kinds(cls, value: Mapping[str, Side]) -> Mapping[str, Side]:
         merged: dict[str, Side] = {}
         for kind, where in value.items():
-            shared = _shared_name(kind, allow_namespaced=False)
+            shared = _shared_name(kind)
             if merged.get(shared, where) != where:
                 raise ValueError(
                     f"{kind!r} and {shared!r} name one kind with two sides"
@@ -108,7 +106,7 @@ class RecoveryPolicy(BaseModel):
     @field_validator("regrade_kinds", mode="after")
     @classmethod
     def _shared_regrade_kinds(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(sorted({_shared_name(k, allow_namespaced=True) for k in value}))
+        return tuple(sorted({_shared_name(k) for k in value}))
 
     @field_serializer("side_overrides")
     def _plain_overrides(self, value: Mapping[str, Side]) -> dict[str, Side]:
@@ -150,14 +148,23 @@ class RecoveryPolicy(BaseModel):
         return hash(self.digest())
 
 
-def _shared_name(kind: str, *, allow_namespaced: bool) -> str:
-    shared = canonical_kind(kind) or kind
-    if is_registered(shared) or (allow_namespaced and is_namespaced(shared)):
-        return shared
-    allowed = (
-        "a registered or <server>:<kind> name" if allow_namespaced else "registered"
-    )
-    raise ValueError(f"{kind!r} is not a known failure kind; it must be {allowed}")
+#: A failure class's shape: a registered kind, a producer's own class
+#: (``tau2_agent_error``) or an environment's ``<server>:<kind>``.
+_CLASS_NAME: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]*")
+
+
+def _shared_name(kind: str) -> str:
+    if not _CLASS_NAME.fullmatch(kind):
+        raise ValueError(
+            f"{kind!r} is not a failure class name (letters, digits, '_', '.', "
+            "':' or '-')"
+        )
+    return canonical_kind(kind) or kind
+
+
+def is_class_name(name: object) -> bool:
+    """Whether ``name`` has the shape of a failure kind or class (REC-80)."""
+    return isinstance(name, str) and _CLASS_NAME.fullmatch(name) is not None
 
 
 #: The shared defaults (rows.md: "the shared defaults when omitted").

@@ -17,7 +17,13 @@ from typing import Any, Final
 import msgspec
 
 from ledger.identity.secret_text import redact_secrets
-from ledger.rows.answers import answers, grade_record, is_sidecar_row
+from ledger.rows.answers import (
+    answers,
+    grade_record,
+    is_sidecar_row,
+    names_kept_deliverable,
+    raised_after_policy,
+)
 from ledger.rows.calls import calls_summary, model_calls, rollout_wallclock
 from ledger.rows.facts import (
     CallFacts,
@@ -67,6 +73,14 @@ def row_facts(row: object) -> RowFacts:
         else "result"
     )
     kept = answers(source, sidecar=sidecar)
+    stage, kept_answer = record.context.stage, kept.keeps_saved_answer
+    if sidecar and raised_after_policy(
+        source, kind=record.selected_kind, stage=stage, saved=kept.has_saved_generation
+    ):
+        # ROW-62, ROW-63: a verification failure; a kept deliverable is the
+        # answer the collector judges again.
+        stage = "verification"
+        kept_answer = kept_answer or names_kept_deliverable(source)
     masked = is_masked(source)
     owner = as_str(source.get("_ng_mask_owner"))
     return _safe_facts(
@@ -76,7 +90,7 @@ def row_facts(row: object) -> RowFacts:
             selected_kind=record.selected_kind,
             own_kind=record.own_kind,
             failure_class=as_str(source.get("_ng_failure_class")),
-            stage=record.context.stage,
+            stage=stage,
             source=record.context.source,
             record_source=as_str(record.record.get("source")),
             terminal=_terminal(source, record.record),
@@ -85,7 +99,7 @@ def row_facts(row: object) -> RowFacts:
             legacy_placeholder=kept.legacy_placeholder,
             keeps_response=kept.keeps_response,
             has_native_partial=kept.has_native_partial,
-            keeps_saved_answer=kept.keeps_saved_answer,
+            keeps_saved_answer=kept_answer,
             grade_record=grade_record(source),
             reward=None if sidecar else as_float(source.get("reward")),  # result_reward
             masked=masked,
@@ -97,14 +111,16 @@ def row_facts(row: object) -> RowFacts:
             failure_events=record.events,
             calls=calls_summary(calls),
             record_failure=record.failure,
+            invalid_judge_response=source.get("invalid_judge_response") is True,
         )
     )
 
 
 def _terminal(row: Mapping[str, Any], record: Mapping[str, Any]) -> bool:
-    # REC-14: stamped by the producer, on the row or in the typed record.
+    # REC-14: stamped by the producer, on the row or in the typed record; REC-81:
+    # any JSON-true row stamp counts, as NeMo Gym 0.7.0 reads it (`bool(...)`).
     stamped = dig(record, "failure", "terminal")
-    return row.get("_ng_failure_terminal") is True or stamped is True
+    return bool(row.get("_ng_failure_terminal")) or stamped is True
 
 
 def _delivery(record: Mapping[str, Any]) -> Delivery:

@@ -39,6 +39,8 @@ __all__ = [
     "is_typed_response",
     "keeps_response",
     "keeps_saved_answer",
+    "names_kept_deliverable",
+    "raised_after_policy",
     "result_reward",
 ]
 
@@ -51,6 +53,8 @@ DIAGNOSTIC_KEYS: Final = frozenset(
 )
 
 #: ROW-5: producer classes of older agents whose failure paths built placeholders.
+#: ROW-61 extends the placeholder shapes to every failure row, whatever its
+#: class, so this list no longer gates them; it stays as ROW-5's record.
 LEGACY_FAILURE_CLASSES: Final = frozenset(
     {
         "timeout_exceeded",
@@ -63,12 +67,17 @@ LEGACY_FAILURE_CLASSES: Final = frozenset(
         "permanent",
     }
 )
+# ROW-5, ROW-61: response ids a producer's failure path gives its placeholder
+# (stirrup's `-permanent-failure`, the conversational simulation's `_failed`).
 _LEGACY_ID_SUFFIXES: Final = (
     "-failed",
+    "_failed",
     "-timeout",
     "-killed",
     "-skipped",
     "-incomplete",
+    "-error",
+    "-permanent-failure",
 )
 
 
@@ -134,14 +143,21 @@ def is_sidecar_row(row: Mapping[str, Any]) -> bool:
 
 
 def is_legacy_placeholder(row: Mapping[str, Any]) -> bool:
-    """Whether ROW-5 applies to the row's ``response``: a legacy placeholder."""
+    """Whether ROW-5 and ROW-61 apply to the row's ``response``: a placeholder
+    a producer's failure path built, on a failure row of any class."""
     response = row.get("response")
     if not is_typed_response(response) or not is_sidecar_row(row):
         return False
-    if as_str(row.get("_ng_failure_class")) not in LEGACY_FAILURE_CLASSES:
-        return False
-    return _has_legacy_id(as_mapping(response)) or _one_empty_message(
-        as_mapping(response)
+    return _failure_path_response(as_mapping(response))
+
+
+def _failure_path_response(response: Mapping[str, Any]) -> bool:
+    # ROW-61: a placeholder id, every assistant message empty (tau2, pinchbench),
+    # or `status: "failed"` with nothing in the output (harbor).
+    return (
+        _has_legacy_id(response)
+        or _only_empty_messages(response)
+        or _failed_without_output(response)
     )
 
 
@@ -150,13 +166,23 @@ def _has_legacy_id(response: Mapping[str, Any]) -> bool:
     return ident is not None and ident.endswith(_LEGACY_ID_SUFFIXES)
 
 
-def _one_empty_message(response: Mapping[str, Any]) -> bool:
+def _only_empty_messages(response: Mapping[str, Any]) -> bool:
+    # Decision: every output item must be an assistant message, so an output
+    # that also holds a tool call or reasoning (a real trajectory) is no
+    # placeholder, even when its closing message is empty.
     items = as_list(response.get("output"))
-    if items is None or len(items) != 1:
+    if not items:
         return False
-    item = as_mapping(items[0])
+    return all(_is_empty_assistant_message(as_mapping(item)) for item in items)
+
+
+def _is_empty_assistant_message(item: Mapping[str, Any]) -> bool:
     is_message = item.get("type", "message") == "message"
     return is_message and item.get("role") == "assistant" and _text(item) == ""
+
+
+def _failed_without_output(response: Mapping[str, Any]) -> bool:
+    return response.get("status") == "failed" and not as_list(response.get("output"))
 
 
 def _text(message: Mapping[str, Any]) -> str:
@@ -225,7 +251,7 @@ def answers(row: Mapping[str, Any], *, sidecar: bool) -> Answers:
     """
     response = row.get("response")
     typed = is_typed_response(response)
-    legacy = typed and sidecar and _is_legacy(row, response)
+    legacy = typed and sidecar and _failure_path_response(as_mapping(response))
     # has_saved_generation: a generation (so typed) that is no placeholder,
     # i.e. not marked as built without generation (ROW-3), and not ROW-5's.
     saved = (
@@ -240,12 +266,53 @@ def answers(row: Mapping[str, Any], *, sidecar: bool) -> Answers:
     return Answers(saved, legacy, keeps, native, kept)
 
 
-def _is_legacy(row: Mapping[str, Any], response: object) -> bool:
-    # is_legacy_placeholder past its first two checks (typed, sidecar).
-    if as_str(row.get("_ng_failure_class")) not in LEGACY_FAILURE_CLASSES:
+# ROW-62, ROW-63: failures raised after the policy finished (NeMo Gym 0.7.0's
+# stirrup agent names no stage for a verifier's timeout or exception).
+
+
+def names_kept_deliverable(row: Mapping[str, Any]) -> bool:
+    """Whether the row names a kept deliverable (ROW-63).
+
+    ``reuse_cached_deliverable: true``, or a non-empty ``deliverables_dir``.
+    """
+    folder = row.get("deliverables_dir")
+    named = isinstance(folder, str) and folder != ""
+    return row.get("reuse_cached_deliverable") is True or named
+
+
+def _complete_response(value: object) -> bool:
+    # ROW-62: `status: "completed"`, or, when no status is given, the policy's
+    # final message present (the output ends in an assistant message with text).
+    # Decision: any other status (`incomplete`, `failed`) says the policy did
+    # not finish, whatever the output holds.
+    response = as_mapping(value)
+    status = response.get("status")
+    if status is not None:
+        return as_str(status) == "completed"
+    items = as_list(response.get("output")) or ()
+    last = as_mapping(items[-1]) if items else {}
+    is_message = last.get("type", "message") == "message"
+    return is_message and last.get("role") == "assistant" and _text(last) != ""
+
+
+def raised_after_policy(
+    row: Mapping[str, Any], *, kind: str | None, stage: str | None, saved: bool
+) -> bool:
+    """Whether a failure row's failure was raised in verification (ROW-62, ROW-63).
+
+    A ``timeout_exceeded`` failure whose saved response is complete, or a
+    failure that names a kept deliverable. ``kind`` is the selected kind,
+    ``stage`` the final stage and ``saved`` ``has_saved_generation``.
+
+    Decision: a row that names a stage other than ``verification`` keeps it;
+    the producer's own stage is better evidence than the response's shape.
+    """
+    if stage not in (None, "verification"):
         return False
-    return _has_legacy_id(as_mapping(response)) or _one_empty_message(
-        as_mapping(response)
+    if names_kept_deliverable(row):
+        return True
+    return (
+        kind == "timeout_exceeded" and saved and _complete_response(row.get("response"))
     )
 
 

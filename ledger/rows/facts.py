@@ -101,6 +101,8 @@ class RowFacts(msgspec.Struct, frozen=True, kw_only=True):
     - ``failure_events``: the record's events; ``calls``: ROW-30's summary.
     - ``record_failure``: the record's own failure (kind, stage, the record's
       source and HTTP status), which ROW-33 reads besides the events.
+    - ``invalid_judge_response``: the row's ``invalid_judge_response`` is
+      true, its judge's verdict could not be used (REC-82).
     """
 
     run_id: str | None = None
@@ -130,3 +132,4 @@ class RowFacts(msgspec.Struct, frozen=True, kw_only=True):
     calls: CallsSummary = CallsSummary()
     # Added after rows.md's list (house style: new fields at the end, defaulted).
     record_failure: FailureEventFacts | None = None
+    invalid_judge_response: bool = False

@@ -131,7 +131,7 @@ class SideOverrides(Protocol):
 
     @property
     def side_overrides(self) -> Mapping[str, Side]:
-        """ROW-34: registered kinds moved to the other side."""
+        """ROW-34, REC-80: kinds and producer classes moved to a side."""
         ...
 
 
@@ -193,8 +193,9 @@ def side(
     Order: a class applied on the row (``result_class``, ROW-50) decides first:
     ``evaluation`` or ``model`` is the answer and any other class (``unknown``,
     or a value this version does not know) makes it ``None``, the conservative
-    reading (REC-62). Then only registered kinds have a side (aliases resolved,
-    ROW-22): the policy's ``side_overrides`` move a kind at any stage, and a
+    reading (REC-62). Then the policy's ``side_overrides`` move a kind at any
+    stage, registered or a producer's own class (REC-80); otherwise only
+    registered kinds have a side (aliases resolved, ROW-22), and a
     kind whose side depends on the stage (``provider_oom_killed`` is ``model``
     at stage ``agent``, ``evaluation`` at any other known stage) has none when
     the stage is unknown.
@@ -202,11 +203,15 @@ def side(
     if result_class is not None:
         return _applied(result_class)
     own = canonical_kind(kind)
-    info = None if own is None else KIND_INFO.get(own)
-    if own is None or info is None:
+    if own is None:
         return None
+    # REC-80: an override names a registered kind or a class the run's rows
+    # carry, so it moves an unregistered producer class too.
     if policy is not None and own in policy.side_overrides:
         return policy.side_overrides[own]
+    info = KIND_INFO.get(own)
+    if info is None:
+        return None
     if info.stage_sides is not None:
         return _stage_side(info, stage)
     return info.side

@@ -169,8 +169,9 @@ def final_context(row: Mapping[str, Any]) -> FinalContext:
     """The stage and source the row's failure finally happened in (ROW-21).
 
     The selected event's, else the record's (its failure's stage, its own
-    source), else the result row's ``failure_stage``; only when none names a
-    stage, the last failed sandbox observation that was not recovered.
+    source), else the row's ``failure_stage``, else its ``_ng_failure_stage``
+    (ROW-60); only when none names a stage, the last failed sandbox
+    observation that was not recovered.
 
     Decision: each of stage and source falls back on its own, so a selected
     event without a stage takes the record failure's stage.
@@ -178,12 +179,18 @@ def final_context(row: Mapping[str, Any]) -> FinalContext:
     record = _record(row)
     _, event = _selected_event(record)
     stage = _first_str(
-        dig(event, "stage"), dig(record, "failure", "stage"), row.get("failure_stage")
+        dig(event, "stage"), dig(record, "failure", "stage"), *_row_stages(row)
     )
     source = _first_str(dig(event, "source"), record.get("source"))
     if stage is None:
         stage = _observed_stage(row)
     return FinalContext(stage=stage, source=source)
+
+
+def _row_stages(row: Mapping[str, Any]) -> tuple[object, object]:
+    # ROW-60: NeMo Gym 0.7.0 writes the stage as `_ng_failure_stage` (episode
+    # failures), with the meaning of a result row's `failure_stage`.
+    return row.get("failure_stage"), row.get("_ng_failure_stage")
 
 
 def _first_str(*values: object) -> str | None:
@@ -253,7 +260,7 @@ def record_facts(row: Mapping[str, Any]) -> RecordFacts:
     if not record and type(record) in _PLAIN_MAPPINGS:
         # No record (most rows): each rule above reads nothing from it.
         own = _own_kind(row, record)
-        stage = as_str(row.get("failure_stage"))
+        stage = _first_str(*_row_stages(row))
         if stage is None:
             stage = _observed_stage(row)
         return RecordFacts(own, own, FinalContext(stage, None), (), None, record)
@@ -264,7 +271,7 @@ def record_facts(row: Mapping[str, Any]) -> RecordFacts:
     else:
         selected = own
     stage = _first_str(
-        dig(event, "stage"), dig(record, "failure", "stage"), row.get("failure_stage")
+        dig(event, "stage"), dig(record, "failure", "stage"), *_row_stages(row)
     )
     source = _first_str(dig(event, "source"), record.get("source"))
     if stage is None:

@@ -164,9 +164,11 @@ def sandbox_or_tool_fault(
 
 def _agent_deadline(facts: RowFacts) -> bool:
     # ROW-35, ROW-36: the selected kind says the agent ran out of its deadline
-    # (`agent_timeout`, or its alias `timeout_exceeded`).
+    # (`agent_timeout`, or its alias `timeout_exceeded`). ROW-62: a timeout
+    # raised in verification is the verifier's, never the agent's deadline.
     info = kind_info(facts.selected_kind)
-    return info is not None and info.agent_deadline
+    deadline = info is not None and info.agent_deadline
+    return deadline and facts.stage != "verification"
 
 
 def is_infrastructure_agent_timeout(
