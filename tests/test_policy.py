@@ -22,6 +22,7 @@ def test_rec_60_defaults() -> None:
     assert policy.regrade_kinds == ("judge_failed", "judge_unparseable")
     assert policy.retry_terminal_timeouts is False
     assert policy.max_free_attempts == 5
+    assert policy.retry_invalid_judge_responses is False  # REC-82
     assert policy == DEFAULT_POLICY
 
 
@@ -32,6 +33,7 @@ def test_rec_60_plain_json_dict() -> None:
         "regrade_kinds": ["judge_failed", "judge_unparseable"],
         "retry_terminal_timeouts": False,
         "max_free_attempts": 5,
+        "retry_invalid_judge_responses": False,
     }
 
 
@@ -68,9 +70,6 @@ def test_rec_60_json_round_trip(fields: dict[str, Any]) -> None:
         ({"fault_share": True}, "fault_share"),
         ({"fault_share": "0.5"}, "fault_share"),
         ({"side_overrides": {"session_lost": "infrastructure"}}, "side_overrides"),
-        ({"side_overrides": {"sesion_lost": "model"}}, "side_overrides"),
-        ({"side_overrides": {"gdpval:judge_invalid": "model"}}, "side_overrides"),
-        ({"side_overrides": {"transient": "model"}}, "side_overrides"),
         (
             {
                 "side_overrides": {
@@ -81,8 +80,10 @@ def test_rec_60_json_round_trip(fields: dict[str, Any]) -> None:
             "side_overrides",
         ),
         ({"side_overrides": ["session_lost"]}, "side_overrides"),
-        ({"regrade_kinds": ["judge_faild"]}, "regrade_kinds"),
         ({"regrade_kinds": [""]}, "regrade_kinds"),
+        ({"regrade_kinds": ["judge failed"]}, "regrade_kinds"),
+        ({"side_overrides": {"": "model"}}, "side_overrides"),
+        ({"retry_invalid_judge_responses": 1}, "retry_invalid_judge_responses"),
         ({"regrade_kinds": "judge_failed"}, "regrade_kinds"),
         ({"regrade_kinds": [3]}, "regrade_kinds"),
         ({"retry_terminal_timeouts": "yes"}, "retry_terminal_timeouts"),
@@ -133,6 +134,22 @@ def test_rec_60_copies_and_pickles() -> None:
     assert again == policy
 
 
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"side_overrides": {"sesion_lost": "model"}},
+        {"side_overrides": {"gdpval:judge_invalid": "model"}},
+        {"side_overrides": {"transient": "model"}},
+        {"regrade_kinds": ["judge_faild"]},
+    ],
+)
+def test_rec_80_the_value_alone_takes_any_class_name(fields: dict[str, Any]) -> None:
+    """REC-80: whether a name is a class of the run is checked when the run's
+    policy changes (tests/test_nemo_gym_070_policy.py), not by the value."""
+    policy = RecoveryPolicy.model_validate(fields)
+    assert RecoveryPolicy.model_validate(policy.to_json_dict()) == policy
+
+
 def test_rec_60_digest_is_sha256_of_canonical_json() -> None:
     policy = RecoveryPolicy(side_overrides={"session_lost": "model"})
     canonical = json.dumps(
@@ -141,7 +158,7 @@ def test_rec_60_digest_is_sha256_of_canonical_json() -> None:
     assert policy.digest() == hashlib.sha256(canonical).hexdigest()
     # Pinned: the defaults' digest changes only when a default or a field does.
     assert DEFAULT_POLICY.digest() == (
-        "00c51c33a786e9622346f4bc40f82d0db3bb5435ab0b59c18c2325792272916c"
+        "4cbe47d4038842d063ced0d99d6095c44f50d2e8892f41852162a5208a1d1bb9"
     )
 
 

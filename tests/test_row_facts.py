@@ -200,11 +200,14 @@ def test_facts_of_a_masked_result_row() -> None:
             "terminal",
             True,
         ),
+        # REC-81: any JSON-true stamp counts, as NeMo Gym 0.7.0 reads it.
         (
             {"_ng_failure_class": "skipped", "_ng_failure_terminal": "true"},
             "terminal",
-            False,
+            True,
         ),
+        ({"_ng_failure_terminal": 0}, "terminal", False),
+        ({"_ng_failure_record": {"failure": {"terminal": 1}}}, "terminal", False),
         ({"_ng_failure_record": {"failure": {"terminal": True}}}, "terminal", True),
         ({"mask_sample": True}, "mask_owner", "environment"),
         (

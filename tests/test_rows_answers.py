@@ -225,12 +225,13 @@ def test_row_5_every_legacy_class_builds_placeholders(failure_class: str) -> Non
             },
             True,
         ),
+        # ROW-61: every assistant message empty, however many.
         (
             {
                 "_ng_failure_class": "timeout_exceeded",
                 "response": {"output": [EMPTY_MESSAGE, EMPTY_MESSAGE]},
             },
-            False,
+            True,
         ),
         (
             {
@@ -267,9 +268,42 @@ def test_row_5_every_legacy_class_builds_placeholders(failure_class: str) -> Non
             },
             False,
         ),
-        # Only on a failure row of a legacy producer class.
-        ({"_ng_failure_class": "judge_failed", "response": PINCHBENCH}, False),
-        ({"_ng_failure_class": "agent_timeout", "response": PINCHBENCH}, False),
+        # ROW-61: on a failure row of any class, never on a result row.
+        ({"_ng_failure_class": "judge_failed", "response": PINCHBENCH}, True),
+        ({"_ng_failure_class": "agent_timeout", "response": PINCHBENCH}, True),
+        ({"_ng_failure_class": "tau2_agent_error", "response": PINCHBENCH}, True),
+        # ROW-61: the new id suffixes, and harbor's failed status without output.
+        *(
+            (
+                {
+                    "_ng_failure_class": "permanent",
+                    "response": {**STIRRUP, "id": f"r{s}"},
+                },
+                True,
+            )
+            for s in ("_failed", "-error", "-permanent-failure")
+        ),
+        (
+            {
+                "_ng_failure_class": "harbor_failed",
+                "response": {"output": [], "status": "failed"},
+            },
+            True,
+        ),
+        (
+            {
+                "_ng_failure_class": "harbor_failed",
+                "response": {"output": [MESSAGE], "status": "failed"},
+            },
+            False,
+        ),
+        (
+            {
+                "_ng_failure_class": "timeout_exceeded",
+                "response": {"output": [EMPTY_MESSAGE, {"type": "function_call"}]},
+            },
+            False,
+        ),
         ({"response": PINCHBENCH}, False),
         ({"response": {**STIRRUP, "id": "r-failed"}}, False),
         ({"_ng_failure_class": ["transient"], "response": PINCHBENCH}, False),
