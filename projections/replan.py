@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from ledger import Ledger
+from ledger import Ledger, names_kept_deliverable
 from ledger.errors import CorruptLedger
 from ledger.event_views import (
     FailureSavedLocation,
@@ -27,7 +27,6 @@ from ledger.events import (
     Location,
     ResultSaved,
 )
-from ledger.rows.answers import names_kept_deliverable
 from ledger.store.port import EventRow
 from projections.decide import Decision, decide_all
 from projections.plan import Plan, PlanKeys, RejudgeItem, plan_keys

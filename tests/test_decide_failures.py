@@ -44,8 +44,14 @@ from tests.helpers_history import (
         pytest.param(
             agent_timeout(terminal=True), "settled_zero", 0.0, id="stamped-terminal"
         ),
+        # ROW-62: the legacy timeout's answer is the agent's partial one (a
+        # complete response would say the timeout was the verifier's).
         pytest.param(
-            legacy_failure("timeout_exceeded", terminal=True, answer=True),
+            legacy_failure(
+                "timeout_exceeded",
+                terminal=True,
+                response={**ANSWER, "status": "incomplete"},
+            ),
             "settled_zero",
             0.0,
             id="legacy-timeout-exceeded",

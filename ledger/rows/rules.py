@@ -22,6 +22,7 @@ from ledger.rows.answers import (
     has_saved_generation,
     keeps_response,
     keeps_saved_answer,
+    names_kept_deliverable,
 )
 from ledger.rows.calls import model_calls, reduce_call, rollout_wallclock
 from ledger.rows.facts import CallFacts, Delivery
@@ -56,6 +57,7 @@ __all__ = [
     "masked_regrade_kind",
     "masked_without_artifact_kind",
     "model_calls",
+    "names_kept_deliverable",
     "rollout_id",
     "rollout_wallclock",
     "route_failure",
