@@ -29,7 +29,7 @@ from pydantic import (
 from ledger.bounds import MAX_ATTEMPTS
 from ledger.rows.failure_kinds import DEFAULT_REGRADE_KINDS, Side, canonical_kind
 
-__all__ = ["DEFAULT_POLICY", "FrozenSides", "RecoveryPolicy", "is_class_name"]
+__all__ = ["DEFAULT_POLICY", "FrozenSides", "RecoveryPolicy"]
 
 
 class FrozenSides(Mapping[str, Side]):
@@ -160,11 +160,6 @@ def _shared_name(kind: str) -> str:
             "':' or '-')"
         )
     return canonical_kind(kind) or kind
-
-
-def is_class_name(name: object) -> bool:
-    """Whether ``name`` has the shape of a failure kind or class (REC-80)."""
-    return isinstance(name, str) and _CLASS_NAME.fullmatch(name) is not None
 
 
 #: The shared defaults (rows.md: "the shared defaults when omitted").
