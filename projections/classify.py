@@ -93,12 +93,17 @@ _INVALID_JUDGE_REJUDGE = Branch(
     ("REC-82", "rejudge", "invalid_judge_response", True, False)
 )
 _INVALID_JUDGE_RETRY = Branch(("REC-82", "retry", "failed", True, False))
+# REC-81: a GDPVal environment fault reopened by `retry_terminal_timeouts` is
+# dispatched again, as the issue asks and 0.7.0 does: the environment could not
+# evaluate the attempt (its reference or evaluation was missing), so the
+# operator's opt-in asks for the rollout to run again.
+_REOPENED_FAULT = Branch(("REC-81", "retry", "failed", True, False))
 
 BRANCHES: tuple[Branch, ...] = (
     OMISSION, _4A, _4B, _4C, _4D, _4E_GRADED, _4E_UNSCORED, _5A_GRADED,
     _5A_SETTLED, _5B, _5C, _5D, _5E, _5F_HELD, _5F_FREE, _5F_COUNTED, _5G,
     _5H_VERIFICATION, _5H_MODEL, _5H_HELD, _5I,
-    _INVALID_JUDGE_REJUDGE, _INVALID_JUDGE_RETRY,
+    _INVALID_JUDGE_REJUDGE, _INVALID_JUDGE_RETRY, _REOPENED_FAULT,
 )  # fmt: skip
 #: A branch's index in BRANCHES.
 CODES: dict[Branch, int] = {branch: code for code, branch in enumerate(BRANCHES)}
@@ -168,6 +173,8 @@ def _failure(facts: RowFacts, policy: RecoveryPolicy) -> Branch:
         return _5A_GRADED if graded else _5A_SETTLED
     if is_terminal_failure(facts, policy):
         return _5B
+    if facts.terminal and kind_is(facts.selected_kind, *REVALIDATED_FAULTS):
+        return _REOPENED_FAULT  # terminal, but reopened (REC-81)
     if facts_rules.is_infrastructure_agent_timeout(facts, policy):
         return _5C
     if facts_rules.has_recorded_grade(facts, policy):

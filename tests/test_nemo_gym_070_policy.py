@@ -134,11 +134,9 @@ def test_rec_81_a07_reference_missing_is_terminal_by_default(tmp_path: Path) -> 
 @pytest.mark.parametrize(
     "kind", ["reference_missing", "eval_missing", "transport_ineligible"]
 )
-def test_rec_81_a07_reopened_fault_keeps_its_answer_and_is_rejudged(
-    kind: str, tmp_path: Path
-) -> None:
-    """Reopened, the verifier's fault is judged again: the kept answer is never
-    sampled again (decision: REC-20.5h, as a verification failure)."""
+def test_rec_81_a07_reopened_fault_is_retried(kind: str, tmp_path: Path) -> None:
+    """Reopened by the opt-in, the environment fault is dispatched again (the
+    issue's a07, as 0.7.0 does), its answer kept in the sidecar."""
 
     def classed(row: Row) -> Row:
         return {**row, "_ng_failure_class": kind}
@@ -146,7 +144,8 @@ def test_rec_81_a07_reopened_fault_keeps_its_answer_and_is_rejudged(
     out = imported("a07", tmp_path, edit=classed)
     change_policy(out, {"retry_terminal_timeouts": True})
     found = decision(out)
-    assert (found.value, found.reason, found.attempt) == ("rejudge", "verification", 0)
+    assert (found.value, found.reason, found.attempt) == ("retry", "failed", 1)
+    assert found.rule == "REC-81"
 
 
 def test_rec_81_a07_reopened_fault_without_answer_is_retried(tmp_path: Path) -> None:
