@@ -16,12 +16,15 @@ import msgspec
 
 from ledger import (
     Clock,
+    ConfigError,
     Ledger,
     RunLock,
     RunManifest,
+    RunPaths,
     creation_policy,
     read_plan_rows,
 )
+from ledger.files import read_regular
 from projections.publish import publish
 from projections.replay import replay
 
@@ -56,6 +59,28 @@ def with_agent(rows: Iterable[Any], config: Mapping[str, Any]) -> list[Any]:
     ]
 
 
+def _adopted(
+    out: Path | str, inputs: Path | str | Iterable[Mapping[str, Any]]
+) -> bytes | None:
+    """The materialized inputs a collector left at ``out``, when ``inputs`` is them.
+
+    REC-84: a collector that died before its first row left only
+    ``<stem>_materialized_inputs.jsonl``; ``create`` given a file of the same
+    bytes adopts that run (every rollout pending) instead of refusing it.
+    Any other inputs go the usual way (and are refused if they differ).
+    """
+    if not isinstance(out, Path) or not isinstance(inputs, str | Path):
+        return None  # a run URL, or rows given in memory
+    target = RunPaths.of(out).materialized
+    try:
+        existing = read_regular(target)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {target}: {exc.strerror}", path=target) from exc
+    return existing if read_regular(Path(inputs), given=True) == existing else None
+
+
 def create_run(
     out: Path | str,
     inputs: Path | str | Iterable[Mapping[str, Any]],
@@ -76,9 +101,11 @@ def create_run(
     environment's cap, else 3. Refuses a run that exists.
     """
     given = read_plan_rows(inputs)[0] if isinstance(inputs, str | Path) else inputs
-    rows = with_agent(given, config)
     clock = clock if clock is not None else Clock()
     with RunLock(out) as lock:
+        adopted = _adopted(out, inputs)
+        # REC-84: adopted inputs are kept byte for byte, so their rows as they are.
+        rows = list(given) if adopted is not None else with_agent(given, config)
         policy = creation_policy(out, policy_file=policy_file)
         manifest = RunManifest.create(
             source,
@@ -88,6 +115,7 @@ def create_run(
             max_rollout_attempts=max_attempts,
             run_dir=out.parent if isinstance(out, Path) else None,
             clock=clock,
+            materialized_bytes=adopted,
         )
         with Ledger.create(
             out,
@@ -97,6 +125,7 @@ def create_run(
             policy=policy,
             clock=clock,
             journal_mode=journal_mode,
+            materialized=adopted,
         ) as led:
             state = replay(led)
             publish(led, state)

@@ -583,7 +583,8 @@ def test_rec_71_empty_inputs_refused(tmp_path: Path) -> None:
 
 
 def test_rec_71_nothing_to_import_without_collector_files(tmp_path: Path) -> None:
-    out = make_run(tmp_path, out=None)
+    # Materialized inputs alone are a run with every rollout pending (REC-84).
+    out = make_run(tmp_path, out=None, materialized=False)
     with pytest.raises(ConfigError, match="no run to import"):
         import_run(out)
 
@@ -635,9 +636,10 @@ def test_rec_72_a_shared_attempt_is_a_duplicate(tmp_path: Path) -> None:
 
 # --- REC-73: a NeMo Gym manifest beside the run -------------------------------------
 
+# A schema-1 manifest without its selection_policy: the v1 code's
+# "latest_dispatched" is another selection, refused (REC-85).
 V1 = {
     "schema_version": 1,
-    "selection_policy": "latest_dispatched",
     "run_id": FOREIGN_ID,
     "source_digest": "unverified",
     "materialized_digest": "cd" * 32,
