@@ -477,7 +477,8 @@ def test_rec_71_sidecar_line_rejected(tmp_path: Path, bad: bytes, reason: str) -
 
 
 def test_rec_71_torn_last_line_rejected(tmp_path: Path) -> None:
-    out = make_run(tmp_path, out=lines(result(0, 0)) + line(result(1, 0))[:-1])
+    # Cut inside the JSON; a complete object without its newline is kept (REC-83).
+    out = make_run(tmp_path, out=lines(result(0, 0)) + line(result(1, 0))[:-3])
     with pytest.raises(RowError, match=f"rollouts.jsonl line 2: {TORN}"):
         import_run(out)
     report = import_run(out, skip_rejected=True).report

@@ -101,12 +101,10 @@ class RawLine:
 
     @property
     def kept(self) -> bool:
-        """Part of what the import records: a whole line, or a complete object.
+        """A whole line, or (REC-83) a last one that is a complete JSON object.
 
-        REC-83: a last line without its newline that is a complete JSON
-        object was written whole but for its newline, as 0.7.0 keeps it; a
-        writer's open appends the newline. Any other unterminated line is
-        torn: left out, for a writer's open to cut back and save (EV-12).
+        Such a line is kept, as 0.7.0 keeps it (a writer's open appends its
+        newline); any other unterminated line is torn, for the open to cut.
         """
         return not self.torn or is_json_object(self.data)
 
@@ -307,8 +305,7 @@ class OutcomeReader:
                 if line.kept:
                     # A torn last line is not part of what the ledger records:
                     # a writer's open cuts and saves it (EV-12), so no later row
-                    # is ever appended onto it. A kept one without its newline
-                    # gets it from a writer's open (REC-83).
+                    # is ever appended onto it (a kept one gets its newline).
                     digest.update(line.data)
                     size, lines = size + len(line.data), lines + (not line.torn)
         return LegacySource(

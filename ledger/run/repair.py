@@ -12,11 +12,10 @@ re-judgment; anything else refuses the open before anything is written. A
 reader only reports what is pending.
 
 REC-83: a last line that is a complete JSON object without its newline is
-kept, not cut: the open appends the newline (``tail_repaired``, action
-``newline_appended``) and, when the row is not recorded yet, records it as
-above. An import records such a row as it is, so the recorded bytes may end
-without a newline; the open then completes that row's line, or records the
-newline another collector appended (action ``newline_recorded``).
+kept: the open appends the newline (``tail_repaired``) and records the row as
+above if it is not. An import records such a row as it is, so the recorded
+bytes may end without a newline, which the open appends (or records, when
+another collector appended it).
 
 Lines are numbered as the importer and ``verify`` number them: 1-based, split
 at ``"\n"`` only (a ``"\r"`` belongs to its line). Before reading past the
@@ -42,10 +41,16 @@ from ledger.errors import (
 )
 from ledger.events import TailRepaired
 from ledger.files import open_regular, refuse_irregular
-from ledger.jsonl import is_json_object
 from ledger.paths import RunPaths
 from ledger.run.recorder import Recorder, Staged
-from ledger.run.tail_repair import append_newline, cut_tail, record_newline
+from ledger.run.tail_repair import (
+    append_newline,
+    cut_tail,
+    newline_after,
+    open_end_of,
+    record_newline,
+    split_tail,
+)
 from ledger.run.write_index import FileEnd, WriteIndex
 from ledger.store.prepared import Prepared
 
@@ -148,15 +153,6 @@ def _first_changed_line(
     return None
 
 
-def _open_end(path: Path, end: FileEnd) -> bool:
-    """Whether the recorded bytes end without a newline (REC-83: a kept last row)."""
-    if end.offset == 0:
-        return False
-    with path.open("rb") as handle:
-        handle.seek(end.offset - 1)
-        return handle.read(1) != b"\n"
-
-
 def _ends_as_recorded(open_end: bool, end: FileEnd, lines: int) -> bool:
     """Whether the recorded rows still end at ``end``: a newline, as many lines."""
     return end.offset == 0 or (not open_end and lines == end.lines)
@@ -166,23 +162,6 @@ def _changed(
     path: Path, file: str, size: int, locations: Locations | None
 ) -> int | None:
     return _first_changed_line(path, size, locations(file) if locations else ())
-
-
-def _split_tail(tail: bytes) -> tuple[tuple[bytes, ...], bytes, bytes, bool]:
-    """Complete lines, the whitespace-only lines after the last row, the torn line.
-
-    REC-83: a last line without its newline that is a complete JSON object is
-    a row, returned with the newline a writer's open appends to it (the last
-    value says so).
-    """
-    complete, newline, torn = tail.rpartition(b"\n")
-    rows = [line + b"\n" for line in complete.split(b"\n")] if newline else []
-    if torn.strip() and is_json_object(torn):
-        return (*rows, torn + b"\n"), b"", b"", True
-    blank = []
-    while rows and not rows[-1].strip():
-        blank.append(rows.pop())
-    return tuple(rows), b"".join(reversed(blank)), torn, False
 
 
 def _unrecorded_in(
@@ -207,7 +186,7 @@ def _unrecorded_in(
             path=path,
             line=line,
         )
-    open_end = _open_end(path, end)
+    open_end = open_end_of(path, end)
     if size == end.offset:
         if not open_end:
             return None
@@ -233,34 +212,13 @@ def _unrecorded_in(
         tail = handle.read()
     offset, first_line, found = end.offset, lines + 1, None
     if open_end:
-        found, offset, first_line = _newline_after(file, end, lines, tail)
+        found, offset, first_line = newline_after(file, end, lines, tail)
         tail = tail[1:]
-    rows, blank, torn, kept = _split_tail(tail)
+    rows, blank, torn, kept = split_tail(tail)
     newline_at = offset + len(tail) if kept else None
     return Unrecorded(
         file, offset, first_line, rows, torn, blank, newline_at, newline_found=found
     )
-
-
-def _newline_after(
-    file: str, end: FileEnd, lines: int, tail: bytes
-) -> tuple[int, int, int]:
-    """REC-83: the newline another collector put after a kept row that lacked it.
-
-    Returns its offset, where the unrecorded bytes after it start, and their
-    first line. Bytes written onto the row's own line refuse the open.
-    """
-    if not tail.startswith(b"\n"):
-        line = lines + 1
-        raise CorruptLedger(
-            f"line {line} of {file} ends with bytes written after its recorded "
-            f"row (the row had no newline; bytes follow it at byte {end.offset}): "
-            "the line is no longer the row the ledger recorded; move those bytes "
-            "aside (or onto a line of their own), then open the run again",
-            path=file,
-            line=line,
-        )
-    return end.offset, end.offset + 1, lines + 2
 
 
 def find_unrecorded(
