@@ -16,15 +16,13 @@ import msgspec
 
 from ledger import (
     Clock,
-    ConfigError,
     Ledger,
     RunLock,
     RunManifest,
-    RunPaths,
+    adopted_inputs,
     creation_policy,
     read_plan_rows,
 )
-from ledger.files import read_regular
 from projections.publish import publish
 from projections.replay import replay
 
@@ -59,28 +57,6 @@ def with_agent(rows: Iterable[Any], config: Mapping[str, Any]) -> list[Any]:
     ]
 
 
-def _adopted(
-    out: Path | str, inputs: Path | str | Iterable[Mapping[str, Any]]
-) -> bytes | None:
-    """The materialized inputs a collector left at ``out``, when ``inputs`` is them.
-
-    REC-84: a collector that died before its first row left only
-    ``<stem>_materialized_inputs.jsonl``; ``create`` given a file of the same
-    bytes adopts that run (every rollout pending) instead of refusing it.
-    Any other inputs go the usual way (and are refused if they differ).
-    """
-    if not isinstance(out, Path) or not isinstance(inputs, str | Path):
-        return None  # a run URL, or rows given in memory
-    target = RunPaths.of(out).materialized
-    try:
-        existing = read_regular(target)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise ConfigError(f"cannot read {target}: {exc.strerror}", path=target) from exc
-    return existing if read_regular(Path(inputs), given=True) == existing else None
-
-
 def create_run(
     out: Path | str,
     inputs: Path | str | Iterable[Mapping[str, Any]],
@@ -103,7 +79,7 @@ def create_run(
     given = read_plan_rows(inputs)[0] if isinstance(inputs, str | Path) else inputs
     clock = clock if clock is not None else Clock()
     with RunLock(out) as lock:
-        adopted = _adopted(out, inputs)
+        adopted = adopted_inputs(out, inputs)
         # REC-84: adopted inputs are kept byte for byte, so their rows as they are.
         rows = list(given) if adopted is not None else with_agent(given, config)
         policy = creation_policy(out, policy_file=policy_file)
