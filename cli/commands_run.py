@@ -65,7 +65,9 @@ def create(
     index) to the materialized inputs, records run_created with the manifest,
     the credential-safe identity and the policy, and publishes the manifest
     and coverage. Refuses a run that exists: continue it with resume, or bring
-    an older one in with import.
+    an older one in with import. A collector that stopped before its first
+    row left only its materialized inputs: given that file (the same bytes)
+    as --inputs, create adopts it as is, every rollout pending.
 
     \b
     Example:

@@ -21,8 +21,9 @@ read-only, or as its writer under the lock), ``doctor`` (the environment
 checks, a ``DoctorReport``), ``copy_to_files`` and ``copy_into_store`` (a run
 copied to its other home, a ``CopiedRun``), ``read_plan_rows`` and
 ``record_plan_rows`` (a plan file's outcome rows: their reservations
-committed first, then the rows and their events); with the values they
-use, ``RunPaths`` (the files of one run) and ``ImportReport`` (what
+committed first, then the rows and their events), ``adopted_inputs`` (the
+materialized inputs a collector left, which ``create`` given the same bytes
+adopts, REC-84); with the values they use, ``RunPaths`` (the files of one run) and ``ImportReport`` (what
 ``import_legacy_run`` recorded).
 """
 
@@ -102,6 +103,7 @@ from ledger.store.registry import resolve_out
 # What the commands call (one library function each) and the values they use.
 from ledger.legacy.importer import ImportReport
 from ledger.paths import RunPaths
+from ledger.run.create import adopted_inputs
 from ledger.run.doctor_report import DoctorReport, doctor
 from ledger.run.opening import open_run
 from ledger.run.plan_record import read_plan_rows, record_plan_rows
@@ -138,6 +140,7 @@ __all__ = [
     "RunPaths",
     "StorageError",
     "UnknownEvent",
+    "adopted_inputs",
     "applied_result_class",
     "atomic_replace",
     "attempt_key",

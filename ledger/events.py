@@ -11,7 +11,7 @@ breaking"). Events never hold a raw row, a response or a credential.
 from __future__ import annotations
 
 import hashlib
-from typing import Annotated, Any
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
@@ -20,6 +20,9 @@ from ledger.rows.facts import RowFacts
 __all__ = [
     "EVENT_TYPES",
     "KINDS",
+    "NEWLINE_APPENDED",
+    "NEWLINE_RECORDED",
+    "TAIL_CUT",
     "ZERO_HASH",
     "AnyEvent",
     "AttemptKey",
@@ -47,6 +50,7 @@ __all__ = [
     "ResumeStarted",
     "RunCreated",
     "StoredEvent",
+    "TailAction",
     "TailRepaired",
     "chain_hash",
     "decode_body",
@@ -267,14 +271,31 @@ class IdentityOverridden(Event, tag="identity_overridden", frozen=True, kw_only=
     reason: Reason | None = None
 
 
+#: What a writer's open did to a collector file's tail (EV-12, REC-83).
+TailAction = Literal["cut", "newline_appended", "newline_recorded"]
+TAIL_CUT: Final[TailAction] = "cut"
+NEWLINE_APPENDED: Final[TailAction] = "newline_appended"
+NEWLINE_RECORDED: Final[TailAction] = "newline_recorded"
+
+
 class TailRepaired(Event, tag="tail_repaired", frozen=True, kw_only=True):
-    """A torn last line was cut back under the lock and saved (EV-12)."""
+    """A collector file's tail repaired under the lock (EV-12, REC-83).
+
+    ``action`` says what was done: ``cut`` (a torn last line or blank lines
+    cut back, their bytes saved as ``saved_as``); ``newline_appended`` (a
+    last line that is a complete JSON object got the newline it lacked, at
+    ``offset``; the row is kept); ``newline_recorded`` (that newline was
+    found written by another collector, and is now part of the recorded
+    bytes). ``length`` and ``sha256`` are of the bytes cut or the newline;
+    ``saved_as`` is empty when nothing was cut.
+    """
 
     file: str
     offset: NonNegative
     length: NonNegative
     sha256: Sha256Hex
     saved_as: str
+    action: TailAction = "cut"
 
 
 class ResumeStarted(Event, tag="resume_started", frozen=True, kw_only=True):

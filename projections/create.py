@@ -19,6 +19,7 @@ from ledger import (
     Ledger,
     RunLock,
     RunManifest,
+    adopted_inputs,
     creation_policy,
     read_plan_rows,
 )
@@ -76,9 +77,11 @@ def create_run(
     environment's cap, else 3. Refuses a run that exists.
     """
     given = read_plan_rows(inputs)[0] if isinstance(inputs, str | Path) else inputs
-    rows = with_agent(given, config)
     clock = clock if clock is not None else Clock()
     with RunLock(out) as lock:
+        adopted = adopted_inputs(out, inputs)
+        # REC-84: adopted inputs are kept byte for byte, so their rows as they are.
+        rows = list(given) if adopted is not None else with_agent(given, config)
         policy = creation_policy(out, policy_file=policy_file)
         manifest = RunManifest.create(
             source,
@@ -88,6 +91,7 @@ def create_run(
             max_rollout_attempts=max_attempts,
             run_dir=out.parent if isinstance(out, Path) else None,
             clock=clock,
+            materialized_bytes=adopted,
         )
         with Ledger.create(
             out,
@@ -97,6 +101,7 @@ def create_run(
             policy=policy,
             clock=clock,
             journal_mode=journal_mode,
+            materialized=adopted,
         ) as led:
             state = replay(led)
             publish(led, state)

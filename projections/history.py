@@ -182,14 +182,31 @@ _SUMMARIES: dict[type[Any], Callable[[Any], str]] = {
         f"identity overridden ({_short(b.from_digest)} -> {_short(b.to_digest)}): "
         f"{', '.join(b.semantic_keys)}{_reason(b.reason)}"
     ),
-    ev.TailRepaired: lambda b: (
-        f"{'blank' if b.saved_as.rpartition('/')[2].startswith('blank-') else 'torn'}"
-        f" tail of {b.file} cut at byte {b.offset} ({b.length} bytes, saved as "
-        f"{b.saved_as})"
-    ),
+    ev.TailRepaired: lambda b: _TAIL_TEXT.get(b.action, _cut_text)(b),
     ev.ResumeStarted: lambda b: (
         "resume: "
         + ", ".join(f"{name} {count}" for name, count in sorted(b.counts.items()))
+    ),
+}
+
+
+def _cut_text(b: ev.TailRepaired) -> str:
+    kind = "blank" if b.saved_as.rpartition("/")[2].startswith("blank-") else "torn"
+    return (
+        f"{kind} tail of {b.file} cut at byte {b.offset} ({b.length} bytes, saved "
+        f"as {b.saved_as})"
+    )
+
+
+#: REC-83: a kept last row's newline, appended or found.
+_TAIL_TEXT: dict[str, Callable[[ev.TailRepaired], str]] = {
+    ev.NEWLINE_APPENDED: lambda b: (
+        f"newline appended to the last row of {b.file} at byte {b.offset} "
+        "(a complete row; kept)"
+    ),
+    ev.NEWLINE_RECORDED: lambda b: (
+        f"newline another writer appended to the last row of {b.file}, at byte "
+        f"{b.offset}, recorded"
     ),
 }
 

@@ -206,24 +206,25 @@ def test_r_8_summary_pins_counts_per_decision(dry_runs: Callable[[str], Any]) ->
 # Across the 146 result files. 17 runs have materialized inputs; 70 more carry
 # both indices, so their own keys make an inputs file; 59 have no keys at all
 # (55 pre-index files, 4 placeholder files) and are refused without --inputs.
-# 61 needed --skip-rejected: 55 + 4, polymath (keyed inputs, unkeyed results),
-# and gpqa_diamond (no newline after its last row; 3 keyless files lack one too).
+# 60 needed --skip-rejected: 55 + 4 and polymath (keyed inputs, unkeyed results).
+# gpqa_diamond and 3 keyless files have no newline after their last row, a
+# complete JSON object: kept (REC-83), so gpqa_diamond's last row is imported
+# and the keyless ones are rejected for their missing indices, not as torn.
 # graphwalks has task 11, rollout 0 twice: one outcome and one duplicate (REC-1).
 PINNED: dict[str, Any] = {
     "files": 146,
     "inputs": {"materialized": 17, "own keys": 70, "one synthetic row": 59},
     "refused_without_inputs": 129,
-    "needed_skip": 61,
-    "rows": {"read": 730, "imported": 429, "rejected": 301},
+    "needed_skip": 60,
+    "rows": {"read": 730, "imported": 430, "rejected": 300},
     "reasons": {
-        "no integer task/rollout index": 277,
+        "no integer task/rollout index": 280,
         "a <PLACEHOLDER ROW> line": 20,
-        "torn last line": 4,
     },
     "masked": 2,
     "duplicates": 1,
-    "decisions": {"complete": 428, "pending": 65},
-    "complete": {"graded": 428},
+    "decisions": {"complete": 429, "pending": 64},
+    "complete": {"graded": 429},
     "retry": {},
     "held": {},
 }

@@ -477,7 +477,8 @@ def test_rec_71_sidecar_line_rejected(tmp_path: Path, bad: bytes, reason: str) -
 
 
 def test_rec_71_torn_last_line_rejected(tmp_path: Path) -> None:
-    out = make_run(tmp_path, out=lines(result(0, 0)) + line(result(1, 0))[:-1])
+    # Cut inside the JSON; a complete object without its newline is kept (REC-83).
+    out = make_run(tmp_path, out=lines(result(0, 0)) + line(result(1, 0))[:-3])
     with pytest.raises(RowError, match=f"rollouts.jsonl line 2: {TORN}"):
         import_run(out)
     report = import_run(out, skip_rejected=True).report
@@ -583,7 +584,8 @@ def test_rec_71_empty_inputs_refused(tmp_path: Path) -> None:
 
 
 def test_rec_71_nothing_to_import_without_collector_files(tmp_path: Path) -> None:
-    out = make_run(tmp_path, out=None)
+    # Materialized inputs alone are a run with every rollout pending (REC-84).
+    out = make_run(tmp_path, out=None, materialized=False)
     with pytest.raises(ConfigError, match="no run to import"):
         import_run(out)
 
@@ -635,9 +637,10 @@ def test_rec_72_a_shared_attempt_is_a_duplicate(tmp_path: Path) -> None:
 
 # --- REC-73: a NeMo Gym manifest beside the run -------------------------------------
 
+# A schema-1 manifest without its selection_policy: the v1 code's
+# "latest_dispatched" is another selection, refused (REC-85).
 V1 = {
     "schema_version": 1,
-    "selection_policy": "latest_dispatched",
     "run_id": FOREIGN_ID,
     "source_digest": "unverified",
     "materialized_digest": "cd" * 32,

@@ -146,8 +146,13 @@ class RunManifest(BaseModel):
         max_rollout_attempts: int | None = None,
         run_dir: Path | str | None = None,
         clock: Clock | None = None,
+        materialized_bytes: bytes | None = None,
     ) -> Self:
         """The manifest of a new run: digests, identity (ID-1), id and time (ID-31).
+
+        ``materialized_bytes`` are the inputs a collector wrote already, which
+        the run adopts as they are (REC-84); without them the digest is taken
+        over the rows as ``create`` writes them.
 
         Raises:
             ConfigError: the configuration has no identity (see ``config_identity``),
@@ -167,7 +172,9 @@ class RunManifest(BaseModel):
             source_digest=UNVERIFIED
             if source_path is None
             else _file_digest(source_path),
-            materialized_digest=materialized_digest(rows),
+            materialized_digest=materialized_digest(rows)
+            if materialized_bytes is None
+            else hashlib.sha256(materialized_bytes).hexdigest(),
             config_digest=identity_digest(identity),
             max_rollout_attempts=_attempts(max_rollout_attempts),
         )

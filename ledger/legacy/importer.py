@@ -205,10 +205,15 @@ def _refuse_existing(paths: RunPaths) -> None:
             "twice; continue it with `rollout-ledger resume`",
             path=paths.db,
         )
-    if not (paths.out.exists() or paths.sidecar.exists()):
+    # REC-84: a collector that died before its first row left only its
+    # materialized inputs; that is a run with every rollout pending.
+    if not (
+        paths.out.exists() or paths.sidecar.exists() or paths.materialized.exists()
+    ):
         raise ConfigError(
-            f"neither {paths.out} nor {paths.sidecar} exists: there is no run to "
-            "import; start a new one with `rollout-ledger create`",
+            f"none of {paths.out}, {paths.sidecar} and {paths.materialized} "
+            "exists: there is no run to import; start a new one with "
+            "`rollout-ledger create`",
             path=paths.out,
         )
 

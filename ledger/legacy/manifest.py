@@ -4,7 +4,9 @@ NeMo Gym's ``<stem>_manifest.json`` (schema 1 or 2) is another tool's file: it
 is read, kept whole in ``legacy_imported``, and never written. Its ``run_id``
 and ``config_digest`` become the imported run's. A manifest that cannot be
 read, or of another schema, is unknown saved work and refuses the import
-(REC-51), since its rows may carry that run's id.
+(REC-51), since its rows may carry that run's id. So is one whose
+``selection_policy`` is anything but ``latest_allocated`` (REC-85): its rows
+would mean another attempt than the one the ledger selects.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import msgspec
 from ledger.errors import CorruptLedger
 from ledger.files import read_regular
 from ledger.paths import RunPaths
+from ledger.rows.values import brief
 
 __all__ = ["ForeignManifest", "foreign_manifest_path", "read_foreign_manifest"]
 
@@ -25,6 +28,9 @@ __all__ = ["ForeignManifest", "foreign_manifest_path", "read_foreign_manifest"]
 #: manifest holds one counter per rollout, so it may be a few MiB.
 MAX_FOREIGN_MANIFEST_BYTES: Final = 64 * 1024 * 1024
 _SCHEMAS: Final = (1, 2)
+#: The one selection the importer reads rows with (REC-85): a rollout's
+#: outcome is its latest allocated attempt.
+_SELECTION: Final = "latest_allocated"
 _DIGEST: Final = re.compile(r"[0-9a-f]{64}|unverified")
 _RUN_ID_LIMIT: Final = 128
 
@@ -82,22 +88,48 @@ def _field(path: Path, value: dict[str, Any], name: str) -> str:
     return str(found)
 
 
+def _unsupported(
+    path: Path, field: str, value: object, supported: str
+) -> CorruptLedger:
+    # REC-85: named field and value, and never imported with another meaning.
+    return CorruptLedger(
+        f"the NeMo Gym manifest {path} has {field} {brief(value)}, which the "
+        f"import does not support (it reads {supported}); nothing was imported, "
+        "since its rows would be imported with another meaning than they have",
+        path=path,
+    )
+
+
+def _check_supported(path: Path, value: dict[str, Any]) -> None:
+    # NeMo Gym's manifest models default the version to 1 when it is absent.
+    schema = value.get("schema_version", 1)
+    if type(schema) is not int or schema not in _SCHEMAS:
+        raise _unsupported(path, "schema_version", schema, "schema_version 1 and 2")
+    # Absent, the selection is NeMo Gym's default, the latest allocated attempt.
+    selection = value.get("selection_policy", _SELECTION)
+    if selection != _SELECTION:
+        raise _unsupported(
+            path,
+            "selection_policy",
+            selection,
+            f"only {_SELECTION}: the latest attempt allocated to each rollout",
+        )
+
+
 def read_foreign_manifest(path: Path) -> ForeignManifest | None:
     """The NeMo Gym manifest at ``path``, or ``None`` when there is none.
 
     Raises:
         CorruptLedger: the file cannot be read, is not a JSON object, is of a
-            schema other than 1 or 2, or lacks a usable ``run_id`` or
+            schema other than 1 or 2, selects rows by another policy than
+            ``latest_allocated`` (REC-85), or lacks a usable ``run_id`` or
             ``config_digest``.
     """
     if not path.exists():
         return None
     data = _read(path)
     value = _decoded(path, data)
-    # NeMo Gym's manifest models default the version to 1 when it is absent.
-    schema = value.get("schema_version", 1)
-    if type(schema) is not int or schema not in _SCHEMAS:
-        raise _refuse(path, "has a schema_version other than 1 or 2")
+    _check_supported(path, value)
     return ForeignManifest(
         value=value,
         data=data,

@@ -32,6 +32,7 @@ from ledger.events import (
 )
 from ledger.files import open_regular
 from ledger.identity.secret_text import redact_secrets
+from ledger.jsonl import is_json_object
 from ledger.rows.all_facts import row_facts
 from ledger.rows.kinds import omission_reason, row_route
 from ledger.rows.values import brief
@@ -95,8 +96,17 @@ class RawLine:
 
     @property
     def torn(self) -> bool:
-        """No newline at its end: the last line, cut short (EV-12)."""
+        """No newline at its end: the last line, perhaps cut short (EV-12, REC-83)."""
         return not self.data.endswith(b"\n")
+
+    @property
+    def kept(self) -> bool:
+        """A whole line, or (REC-83) a last one that is a complete JSON object.
+
+        Such a line is kept, as 0.7.0 keeps it (a writer's open appends its
+        newline); any other unterminated line is torn, for the open to cut.
+        """
+        return not self.torn or is_json_object(self.data)
 
     @property
     def blank(self) -> bool:
@@ -294,12 +304,12 @@ class OutcomeReader:
             for line in raw_lines(handle):
                 self._line(line, file, sidecar=sidecar)
                 self._advance(len(line.data))
-                if not line.torn:
+                if line.kept:
                     # A torn last line is not part of what the ledger records:
                     # a writer's open cuts and saves it (EV-12), so no later row
-                    # is ever appended onto it.
+                    # is ever appended onto it (a kept one gets its newline).
                     digest.update(line.data)
-                    size, lines = size + len(line.data), lines + 1
+                    size, lines = size + len(line.data), lines + (not line.torn)
         return LegacySource(
             file=file, size=size, sha256=digest.hexdigest(), lines=lines
         )
@@ -329,10 +339,13 @@ class OutcomeReader:
     def _take(self, line: RawLine, file: str, *, sidecar: bool) -> Event | str:
         if line.blank:
             return BLANK
-        if line.torn:
-            return f"{TORN}: no newline at its end, so its write was cut short"
         row = _decode(line)
         if isinstance(row, str):
+            if line.torn:  # REC-83: only a last line that is no JSON object
+                return (
+                    f"{TORN}: no newline at its end and not a complete JSON "
+                    "object, so its write was cut short"
+                )
             return row
         key = _key(row)
         if key is None:

@@ -8,12 +8,20 @@ from typing import Any, Protocol
 
 import msgspec
 
+from ledger.errors import ConfigError
 from ledger.events import RunCreated
-from ledger.files import canonical_json
+from ledger.files import canonical_json, read_regular
+from ledger.paths import RunPaths
 from ledger.policy.model import DEFAULT_POLICY
 from ledger.store.materialize import MaterializedInputs
 
-__all__ = ["ManifestLike", "PolicyLike", "manifest_files", "run_created_body"]
+__all__ = [
+    "ManifestLike",
+    "PolicyLike",
+    "adopted_inputs",
+    "manifest_files",
+    "run_created_body",
+]
 
 
 class ManifestLike(Protocol):
@@ -63,3 +71,25 @@ def manifest_files(manifest: ManifestLike) -> list[tuple[str, bytes]]:
     body = to_body() if to_body is not None else manifest.model_dump(mode="json")
     files.append(("manifest.json", canonical_json(body)))
     return files
+
+
+def adopted_inputs(out: Path | str, inputs: object) -> bytes | None:
+    """The materialized inputs a collector left at ``out``, when ``inputs`` is them.
+
+    REC-84: a collector that died before its first row left only
+    ``<stem>_materialized_inputs.jsonl``; ``create`` given a file of the same
+    bytes adopts that run, its inputs kept byte for byte (every rollout
+    pending), instead of refusing it. ``None`` otherwise: ``out`` is a run
+    URL (a string), ``inputs`` rows in memory, or no such file or other bytes
+    (which ``create`` goes on to refuse).
+    """
+    if not isinstance(out, Path) or not isinstance(inputs, str | Path):
+        return None
+    target = RunPaths.of(out).materialized
+    try:
+        existing = read_regular(target)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {target}: {exc.strerror}", path=target) from exc
+    return existing if read_regular(Path(inputs), given=True) == existing else None

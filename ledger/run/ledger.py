@@ -29,7 +29,7 @@ from ledger.run.recording import RecordingMixin
 from ledger.run.repair import PendingRepair, pending_repairs, repair
 from ledger.run.write_index import WriteIndex
 from ledger.run.writer import Writer
-from ledger.store.materialize import materialize
+from ledger.store.materialize import index_existing, materialize
 from ledger.store.port import NewEvent, OpenRun, RunFiles, RunHome
 from ledger.store.registry import home_for
 
@@ -95,17 +95,21 @@ class Ledger(LogReader, RecordingMixin):
         policy: PolicyLike | None = None,
         clock: Clock | None = None,
         journal_mode: str = "wal",
+        materialized: bytes | None = None,
     ) -> Ledger:
         """Start a run: materialized inputs, its log with ``run_created``, published.
 
         ``out`` may be a run URL (SC-1): the run is then created on PostgreSQL,
-        its materialized inputs stored with ``run_created``.
+        its materialized inputs stored with ``run_created``. ``materialized``
+        are inputs a collector wrote already, adopted as they are (REC-84).
         """
         home = home_for(out)
         lock.require_for(home.target)
         lock.check()  # a lock lost before the run exists: create nothing
         home.refuse_existing()
-        inputs = materialize(rows)
+        inputs = (
+            materialize(rows) if materialized is None else index_existing(materialized)
+        )
         if inputs.digest != manifest.materialized_digest:
             raise ConfigError(
                 "the manifest's materialized_digest does not match the rows given to "

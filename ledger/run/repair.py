@@ -11,6 +11,12 @@ row's transaction (a ``record`` killed after its rows), or the row of an open
 re-judgment; anything else refuses the open before anything is written. A
 reader only reports what is pending.
 
+REC-83: a last line that is a complete JSON object without its newline is
+kept: the open appends the newline (``tail_repaired``) and records the row as
+above if it is not. An import records such a row as it is, so the recorded
+bytes may end without a newline, which the open appends (or records, when
+another collector appended it).
+
 Lines are numbered as the importer and ``verify`` number them: 1-based, split
 at ``"\n"`` only (a ``"\r"`` belongs to its line). Before reading past the
 recorded end, the open checks that the recorded rows still end there (a
@@ -22,7 +28,6 @@ the line ``verify`` names, instead of a line after it.
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,12 +38,19 @@ from ledger.errors import (
     CorruptLedger,
     IdentityMismatch,
     LedgerError,
-    StorageError,
 )
 from ledger.events import TailRepaired
-from ledger.files import atomic_replace, fsync_dir, open_regular, refuse_irregular
+from ledger.files import open_regular, refuse_irregular
 from ledger.paths import RunPaths
 from ledger.run.recorder import Recorder, Staged
+from ledger.run.tail_repair import (
+    append_newline,
+    cut_tail,
+    newline_after,
+    open_end_of,
+    record_newline,
+    split_tail,
+)
 from ledger.run.write_index import FileEnd, WriteIndex
 from ledger.store.prepared import Prepared
 
@@ -58,6 +70,13 @@ class Unrecorded:
     torn: bytes  # bytes after the last newline
     #: Whitespace-only lines after the last row ("\n", "\r\n"): cut with ``torn``.
     blank: bytes = b""
+    #: REC-83: where a writer's open appends the newline a last line that is
+    #: a complete JSON object lacks (the last recorded row's, or the last of
+    #: ``rows``, whose bytes there include it), or ``None``.
+    newline_at: int | None = None
+    #: REC-83: the offset of a newline another collector appended after the
+    #: last recorded row, which lacked it; a writer's open records it.
+    newline_found: int | None = None
 
     @property
     def cut(self) -> bytes:
@@ -83,12 +102,16 @@ UNRECORDED = "unrecorded row"
 BLANK = "blank line after the last row"
 BLANK_BETWEEN = "blank line before an unrecorded row"
 TORN = "torn last line"
+NO_NEWLINE = "last row without its newline"
+NEWLINE_FOUND = "newline after a recorded row, not recorded"
 #: Each kind of pending repair and what a writer's open does with it (EV-12).
 REPAIRS = {
     UNRECORDED: "a writer's open records it",
     BLANK: "a writer's open cuts it back and saves its bytes in the ledger folder",
     BLANK_BETWEEN: "a writer's open refuses until it is removed",
     TORN: "a writer's open cuts it back and saves its bytes in the ledger folder",
+    NO_NEWLINE: "a writer's open appends the newline and keeps the row",
+    NEWLINE_FOUND: "a writer's open records it",
 }
 
 
@@ -130,31 +153,15 @@ def _first_changed_line(
     return None
 
 
-def _ends_as_recorded(path: Path, end: FileEnd, lines: int) -> bool:
+def _ends_as_recorded(open_end: bool, end: FileEnd, lines: int) -> bool:
     """Whether the recorded rows still end at ``end``: a newline, as many lines."""
-    if end.offset == 0:
-        return True
-    with path.open("rb") as handle:
-        handle.seek(end.offset - 1)
-        if handle.read(1) != b"\n":
-            return False
-    return lines == end.lines
+    return end.offset == 0 or (not open_end and lines == end.lines)
 
 
 def _changed(
     path: Path, file: str, size: int, locations: Locations | None
 ) -> int | None:
     return _first_changed_line(path, size, locations(file) if locations else ())
-
-
-def _split_tail(tail: bytes) -> tuple[tuple[bytes, ...], bytes, bytes]:
-    """Complete lines, the whitespace-only lines after the last row, the torn line."""
-    complete, newline, torn = tail.rpartition(b"\n")
-    rows = [line + b"\n" for line in complete.split(b"\n")] if newline else []
-    blank = []
-    while rows and not rows[-1].strip():
-        blank.append(rows.pop())
-    return tuple(rows), b"".join(reversed(blank)), torn
 
 
 def _unrecorded_in(
@@ -179,10 +186,15 @@ def _unrecorded_in(
             path=path,
             line=line,
         )
+    open_end = open_end_of(path, end)
     if size == end.offset:
-        return None
+        if not open_end:
+            return None
+        # REC-83: the last recorded row, kept without its newline by an import.
+        line = _count_lines(path, end.offset) + 1
+        return Unrecorded(file, end.offset, line, (), b"", newline_at=end.offset)
     lines = _count_lines(path, end.offset)
-    if not _ends_as_recorded(path, end, lines):
+    if not _ends_as_recorded(open_end, end, lines):
         # Bytes inserted (a "\r\n", a line) or removed before the recorded end
         # shift what is past it: name the first row that moved, not the tail.
         changed = _changed(path, file, size, locations)
@@ -198,8 +210,15 @@ def _unrecorded_in(
     with open_regular(path) as handle:
         handle.seek(end.offset)
         tail = handle.read()
-    rows, blank, torn = _split_tail(tail)
-    return Unrecorded(file, end.offset, lines + 1, rows, torn, blank)
+    offset, first_line, found = end.offset, lines + 1, None
+    if open_end:
+        found, offset, first_line = newline_after(file, end, lines, tail)
+        tail = tail[1:]
+    rows, blank, torn, kept = split_tail(tail)
+    newline_at = offset + len(tail) if kept else None
+    return Unrecorded(
+        file, offset, first_line, rows, torn, blank, newline_at, newline_found=found
+    )
 
 
 def find_unrecorded(
@@ -220,10 +239,16 @@ def pending_repairs(
     pending = []
     for found in find_unrecorded(paths, index, locations):
         line = found.first_line
+        if found.newline_found is not None:  # after the recorded row, a line up
+            pending.append(PendingRepair(found.file, line - 1, NEWLINE_FOUND))
         for data in found.rows:
             what = UNRECORDED if data.strip() else BLANK_BETWEEN
             pending.append(PendingRepair(found.file, line, what))
             line += 1
+        if found.newline_at is not None:  # REC-83: the last row, kept
+            pending.append(
+                PendingRepair(found.file, max(line - 1, found.first_line), NO_NEWLINE)
+            )
         for _ in range(found.blank.count(b"\n")):
             pending.append(PendingRepair(found.file, line, BLANK))
             line += 1
@@ -301,32 +326,6 @@ def _reservation_lost(
     return recorder.prepare_reserve(row, staged)
 
 
-def _cut_tail(paths: RunPaths, found: Unrecorded) -> TailRepaired:
-    """Cut the blank lines and torn line after the last row; save their bytes."""
-    offset = found.offset + sum(len(row) for row in found.rows)
-    cut = found.cut
-    prefix = "blank" if not cut.strip() else "torn"
-    saved = paths.ledger_dir / f"{prefix}-{found.file}-{offset}.bin"
-    atomic_replace(saved, cut)
-    try:
-        with open_regular(paths.folder / found.file, "r+b") as handle:
-            handle.truncate(offset)
-            os.fsync(handle.fileno())
-        fsync_dir(paths.folder)
-    except OSError as exc:
-        raise StorageError(
-            f"could not cut the {prefix} tail of {found.file}: {exc}",
-            path=paths.folder / found.file,
-        ) from exc
-    return TailRepaired(
-        file=found.file,
-        offset=offset,
-        length=len(cut),
-        sha256=hashlib.sha256(cut).hexdigest(),
-        saved_as=paths.relative(saved),
-    )
-
-
 def repair(
     paths: RunPaths, recorder: Recorder, locations: Locations | None = None
 ) -> int:
@@ -335,16 +334,26 @@ def repair(
     if not found:
         return 0
     prepared = _prepare_rows(recorder, found)  # refuses before anything changes
-    # A blank line another tool appended after the last row is cut like a torn
-    # line, not kept: kept, the next row would land after it, and it would sit
-    # unrecorded between recorded rows, stopping every later open.
-    cuts = [_cut_tail(paths, unrecorded) for unrecorded in found if unrecorded.cut]
+    tails = [_tail_repair(paths, unrecorded) for unrecorded in found]
     appended = 0
-    if cuts:
-        appended += len(
-            recorder.commit(
-                [Prepared(cut) for cut in cuts], actor="repair", written=True
-            )
-        )
+    if any(tails):
+        events = [Prepared(event) for events in tails for event in events]
+        appended += len(recorder.commit(events, actor="repair", written=True))
     appended += len(recorder.commit(prepared, actor="repair", written=True))
     return appended
+
+
+def _tail_repair(paths: RunPaths, found: Unrecorded) -> list[TailRepaired]:
+    """Complete the kept last line, or cut back what follows the last row."""
+    done = []
+    if found.newline_found is not None:  # REC-83: another collector's newline
+        done.append(record_newline(found.file, found.newline_found))
+    if found.newline_at is not None:  # REC-83: kept, so completed
+        done.append(append_newline(paths, found.file, found.newline_at))
+    if found.cut:
+        # A blank line another tool appended after the last row is cut like a
+        # torn line, not kept: kept, the next row would land after it, and it
+        # would sit unrecorded between recorded rows, stopping every later open.
+        offset = found.offset + sum(len(row) for row in found.rows)
+        done.append(cut_tail(paths, found.file, offset, found.cut))
+    return done

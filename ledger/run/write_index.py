@@ -17,6 +17,7 @@ import msgspec
 
 from ledger import events
 from ledger.events import (
+    TAIL_CUT,
     AttemptReserved,
     AttemptsReleased,
     FailureSaved,
@@ -29,6 +30,7 @@ from ledger.events import (
     ResumeStarted,
     RunCreated,
     StoredEvent,
+    TailRepaired,
 )
 
 __all__ = ["INDEX_CODE_VERSION", "Attempt", "FileEnd", "WriteIndex"]
@@ -47,6 +49,7 @@ INDEX_KINDS = (
     "result_saved",
     "failure_saved",
     "omission_saved",
+    "tail_repaired",
 )
 
 
@@ -196,6 +199,15 @@ class WriteIndex:
             end.offset = max(end.offset, source.size)
             end.lines = max(end.lines, source.lines)
 
+    def _tail_repaired(self, body: TailRepaired) -> None:
+        # REC-83: the newline completing the last recorded row (kept by an
+        # import without it) is recorded bytes; a cut is past the recorded
+        # end, and so is the newline of a row recorded after it.
+        end = self.ends.get(body.file)
+        if body.action != TAIL_CUT and end is not None and body.offset == end.offset:
+            end.offset += body.length
+            end.lines += 1
+
     def _advance(self, location: Location, line: int | None) -> None:
         end = self.ends.get(location.file)
         if end is None:
@@ -231,4 +243,5 @@ _APPLY: dict[type, Callable[[WriteIndex, Any], None]] = {
     OmissionSaved: WriteIndex._sidecar_saved,
     ResultSaved: WriteIndex._result_saved,
     LegacyImported: WriteIndex._legacy_imported,
+    TailRepaired: WriteIndex._tail_repaired,
 }

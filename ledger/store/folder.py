@@ -78,9 +78,15 @@ class FolderHome:
             # A create that died before its database left these bytes: accept
             # them only when identical, never overwrite a collector's file.
             if target.read_bytes() != inputs.data:
+                # REC-84: a collector that died before its first row left it;
+                # only its own bytes adopt it, never other rows.
                 raise ConfigError(
-                    f"{target} exists with other rows; continue that run with "
-                    "`rollout-ledger resume` or `rollout-ledger import`",
+                    f"{target} exists and holds other rows than the inputs given "
+                    "(a run was started here, perhaps by a collector that stopped "
+                    "before its first row); no run was created. To continue that "
+                    f"run, pass that file as --inputs, or bring it in with "
+                    f"`rollout-ledger import {self.paths.out}`; to start another "
+                    "run, choose another OUT",
                     path=target,
                 )
             return

@@ -7,13 +7,15 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+import msgspec
+
 from ledger.bounds import MAX_INDEX
 from ledger.errors import RowError
 from ledger.events import IndexEntry
 from ledger.jsonl import encode_row
 from ledger.rows.values import brief
 
-__all__ = ["MaterializedInputs", "index_entry", "materialize"]
+__all__ = ["MaterializedInputs", "index_entry", "index_existing", "materialize"]
 
 _ROLLOUT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _CAPTURE_SUFFIX = re.compile(r"-a[0-9]+$")
@@ -118,4 +120,29 @@ def materialize(rows: Iterable[Mapping[str, Any]]) -> MaterializedInputs:
         offset += len(data)
     _refuse_duplicates(index)
     data = b"".join(chunks)
+    return MaterializedInputs(data, hashlib.sha256(data).hexdigest(), tuple(index))
+
+
+def index_existing(data: bytes) -> MaterializedInputs:
+    """Inputs a collector wrote already, indexed as they are and never rewritten.
+
+    REC-84: a run whose collector died before its first row is adopted with
+    its own materialized inputs, byte for byte. Lines are numbered from 1 at
+    each newline; blank lines are skipped, as NeMo Gym skips them.
+    """
+    index: list[IndexEntry] = []
+    offset = 0
+    *whole, last = data.split(b"\n")  # at "\n" only: a "\r" stays in its line
+    lines = [part + b"\n" for part in whole] + ([last] if last else [])
+    for line, raw in enumerate(lines, start=1):
+        if raw.strip():
+            try:
+                row = msgspec.json.decode(raw)
+            except (msgspec.DecodeError, RecursionError):
+                raise RowError(
+                    f"materialized row {line} is not JSON", line=line
+                ) from None
+            index.append(index_entry(row, line=line, offset=offset, length=len(raw)))
+        offset += len(raw)
+    _refuse_duplicates(index)
     return MaterializedInputs(data, hashlib.sha256(data).hexdigest(), tuple(index))
