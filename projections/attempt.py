@@ -27,6 +27,7 @@ _ROW_KINDS = {
     "REC-20.4": "result",
     "REC-20.5": "failure",
     "REC-82": "result",  # an invalid judge response judged again
+    "REC-81": "failure",  # a reopened environment fault dispatched again
 }
 # Each branch's fields, indexed by Attempt.code; the booleans end with the
 # answer for code -1 (no outcome).

@@ -637,10 +637,10 @@ def test_rec_72_a_shared_attempt_is_a_duplicate(tmp_path: Path) -> None:
 
 # --- REC-73: a NeMo Gym manifest beside the run -------------------------------------
 
-# A schema-1 manifest without its selection_policy: the v1 code's
-# "latest_dispatched" is another selection, refused (REC-85).
+# A schema-1 manifest with v1's own selection (accepted with schema 1 only, REC-85).
 V1 = {
     "schema_version": 1,
+    "selection_policy": "latest_dispatched",
     "run_id": FOREIGN_ID,
     "source_digest": "unverified",
     "materialized_digest": "cd" * 32,

@@ -406,6 +406,7 @@ def test_rec84_create_with_other_inputs_still_refuses(tmp_path: Path) -> None:
             "selection_policy 'latest_dispatched'",
         ),
         ("selection_policy", "any_success", "selection_policy 'any_success'"),
+        ("schema1:selection_policy", "any_success", "selection_policy 'any_success'"),
         ("selection_policy", None, "selection_policy None"),
     ],
 )
@@ -419,8 +420,11 @@ def test_rec85_unsupported_manifest_refused_exit_5(
         "selection_policy": "latest_allocated",
         "run_id": "5f" * 16,
         "config_digest": "unverified",
-        field: value,
     }
+    if field.startswith("schema1:"):  # schema 1 accepts only its own selection too
+        manifest["schema_version"] = 1
+        field = field.removeprefix("schema1:")
+    manifest[field] = value
     out.with_name("rollouts_manifest.json").write_text(json.dumps(manifest))
     before = collector_files(out)
     for extra in (["--dry-run"], []):

@@ -31,6 +31,7 @@ _SCHEMAS: Final = (1, 2)
 #: The one selection the importer reads rows with (REC-85): a rollout's
 #: outcome is its latest allocated attempt.
 _SELECTION: Final = "latest_allocated"
+_V1_SELECTION: Final = "latest_dispatched"
 _DIGEST: Final = re.compile(r"[0-9a-f]{64}|unverified")
 _RUN_ID_LIMIT: Final = 128
 
@@ -106,8 +107,12 @@ def _check_supported(path: Path, value: dict[str, Any]) -> None:
     if type(schema) is not int or schema not in _SCHEMAS:
         raise _unsupported(path, "schema_version", schema, "schema_version 1 and 2")
     # Absent, the selection is NeMo Gym's default, the latest allocated attempt.
+    # Decision: schema 1's only selection, "latest_dispatched", is accepted
+    # with it (REC-73 imports schema 1; its v1 code dispatched each attempt as
+    # it allocated it, so both select the latest attempt); in schema 2 it, and
+    # any other name ("any_success"), would mean another attempt (REC-85).
     selection = value.get("selection_policy", _SELECTION)
-    if selection != _SELECTION:
+    if selection != _SELECTION and not (schema == 1 and selection == _V1_SELECTION):
         raise _unsupported(
             path,
             "selection_policy",
