@@ -98,6 +98,10 @@ def status(out: Path, as_json: bool, publish: bool) -> None:
                 "coverage": cover,
                 "held": held,
                 "pending_repairs": repairs,
+                "waiting": [
+                    {"file": w.file, "rows": w.rows, "first_line": w.first_line}
+                    for w in found.waiting
+                ],
             }
         )
         return
@@ -106,6 +110,7 @@ def status(out: Path, as_json: bool, publish: bool) -> None:
     lines += ["  " + decision_line(h.task, h.rollout, h.decision) for h in found.held]
     lines += [f"pending repairs ({len(repairs)}):"] if repairs else []
     lines += [f"  {r['file']} line {r['line']}: {r['what']}" for r in repairs]
+    lines += [f"waiting to be adopted: {found.adopt}"] if found.adopt else []
     if found.published:
         lines.append("published files rewritten from the log")
     for line in lines:
@@ -129,7 +134,10 @@ def check(out: Path) -> None:
 
     with reader(out) as led:
         cover = projections.check_run(led)
+        note = projections.adopt_note(led)
     click.echo(f"complete: all {cover.expected} rollouts are complete or omitted")
+    if note is not None:
+        click.echo(f"waiting to be adopted: {note}")
 
 
 @click.command()

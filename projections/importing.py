@@ -25,6 +25,7 @@ from ledger import (
     copy_into_store,
     import_legacy_run,
 )
+from ledger.events import StoredEvent
 from projections.coverage import Coverage, coverage
 from projections.publish import publish
 from projections.replay import replay
@@ -50,11 +51,13 @@ def import_run(out: Path | str, **options: Any) -> ImportResult:
     ``options`` are those of ``ledger.import_legacy_run``: ``inputs``,
     ``skip_rejected``, ``dry_run``, ``lock`` and ``clock``. Without ``lock``
     the run lock is held for the import and the publishing together; a dry run
-    takes no lock and writes nothing.
+    takes no lock and writes nothing. On a run that has a ledger, the rows
+    another collector appended since are adopted (REC-86), and ``state`` is
+    the whole run's.
     """
     if options.get("dry_run"):
         report = import_legacy_run(out, **options)
-        state = replay(report.events)
+        state = replay(_would_be(out, report))
         return ImportResult(report, state, coverage(state))
     lock = options.pop("lock", None)
     if lock is not None:
@@ -129,6 +132,14 @@ def import_into_store(
         head=head,
         dry_run=dry_run,
     )
+
+
+def _would_be(out: Path | str, report: ImportReport) -> list[StoredEvent]:
+    """The whole log a dry run's events would extend (only an adoption's do)."""
+    if not report.adopting:
+        return list(report.events)
+    with Ledger.open(out) as reader:
+        return [*reader.events(), *report.events]
 
 
 def _import_and_publish(

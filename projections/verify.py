@@ -19,6 +19,7 @@ import msgspec
 from ledger import Ledger, LedgerError
 from ledger.events import IndexEntry, Location
 from ledger.policy.log import policy_from_json
+from ledger.run.waiting import ADOPT
 from ledger.run.write_index import INDEX_CODE_VERSION, INDEX_KINDS, WriteIndex
 from ledger.store.materialize import index_entry
 from ledger.store.port import RunFiles
@@ -26,6 +27,7 @@ from ledger.store.run_files import ChunkReader
 from projections.publish import rendered_files
 from projections.replay import replay
 from projections.state import RunState
+from projections.status import adopt_note
 
 __all__ = ["Finding", "Verification", "verify", "verify_run"]
 
@@ -54,6 +56,9 @@ class Verification(msgspec.Struct, frozen=True, kw_only=True):
     findings: tuple[Finding, ...]
     seq: int
     head: bytes
+    #: Rows another collector appended, waiting to be adopted (REC-86): not
+    #: findings; what waits and the command that adopts it, or ``None``.
+    waiting: str | None = None
 
 
 def _chain(ledger: Ledger) -> list[Finding]:
@@ -133,6 +138,7 @@ def _pending(ledger: Ledger) -> list[Finding]:
             "repair", f"{p.what}: pending repair ({p.fix})", file=p.file, line=p.line
         )
         for p in pending
+        if p.what != ADOPT  # REC-86: waiting to be adopted, not damage
     ]
 
 
@@ -351,4 +357,8 @@ def verify_run(ledger: Ledger) -> Verification:
     """``verify``, and the run's last seq and head hash."""
     findings = verify(ledger)
     seq, head = ledger.head()
-    return Verification(findings=tuple(findings), seq=seq, head=head)
+    try:
+        waiting = adopt_note(ledger)
+    except LedgerError:  # a changed row: a finding of its own already
+        waiting = None
+    return Verification(findings=tuple(findings), seq=seq, head=head, waiting=waiting)

@@ -39,10 +39,12 @@ from ledger.events import TailRepaired
 from ledger.files import atomic_replace, fsync_dir, open_regular, refuse_irregular
 from ledger.paths import RunPaths
 from ledger.run.recorder import Recorder, Staged
+from ledger.run.waiting import ADOPT, adopt_advice, waiting_in, without_ledger
 from ledger.run.write_index import FileEnd, WriteIndex
 from ledger.store.prepared import Prepared
 
-__all__ = ["REPAIRS", "PendingRepair", "Unrecorded", "find_unrecorded", "repair"]
+__all__ = ["REPAIRS", "PendingRepair", "Unrecorded", "find_unrecorded"]
+__all__ += ["refuse_changed_rows", "repair"]
 
 _CHUNK = 1 << 20
 
@@ -89,6 +91,7 @@ REPAIRS = {
     BLANK: "a writer's open cuts it back and saves its bytes in the ledger folder",
     BLANK_BETWEEN: "a writer's open refuses until it is removed",
     TORN: "a writer's open cuts it back and saves its bytes in the ledger folder",
+    ADOPT: "`rollout-ledger import OUT` adopts it",
 }
 
 
@@ -221,7 +224,7 @@ def pending_repairs(
     for found in find_unrecorded(paths, index, locations):
         line = found.first_line
         for data in found.rows:
-            what = UNRECORDED if data.strip() else BLANK_BETWEEN
+            what = _kind_of(data)
             pending.append(PendingRepair(found.file, line, what))
             line += 1
         for _ in range(found.blank.count(b"\n")):
@@ -230,6 +233,33 @@ def pending_repairs(
         if found.torn:
             pending.append(PendingRepair(found.file, line, TORN))
     return pending
+
+
+def _kind_of(data: bytes) -> str:
+    if not data.strip():
+        return BLANK_BETWEEN
+    # REC-86: no run id: another collector's row, for `import` to adopt.
+    return ADOPT if without_ledger(data) else UNRECORDED
+
+
+def refuse_changed_rows(paths: RunPaths, file: str, locations: Locations) -> None:
+    """R-7: refuse when a recorded row of ``file`` is no longer as recorded.
+
+    Every recorded row is read and hashed: an edit in place keeps the file's
+    length and line count, which the open's cheaper check trusts.
+    """
+    path = paths.folder / file
+    if not refuse_irregular(path):
+        return  # a missing file with rows in it is find_unrecorded's to name
+    changed = _changed(path, file, path.stat().st_size, locations)
+    if changed is not None:
+        raise CorruptLedger(
+            f"line {changed} of {file} no longer holds the row the ledger recorded "
+            "there: rows were edited; run `rollout-ledger verify`, and restore the "
+            "file from a backup",
+            path=path,
+            line=changed,
+        )
 
 
 def _decode_line(found: Unrecorded, number: int, data: bytes) -> dict[str, object]:
@@ -334,6 +364,14 @@ def repair(
     found = list(find_unrecorded(paths, recorder.index, locations))
     if not found:
         return 0
+    waiting = waiting_in((u.file, u.first_line, u.rows) for u in found)
+    if waiting:  # REC-86: not a crash's leftovers; `import` adopts them
+        raise IdentityMismatch(
+            f"{adopt_advice(str(paths.out), waiting)}, then run this command "
+            "again; nothing was changed",
+            path=waiting[0].file,
+            line=waiting[0].first_line,
+        )
     prepared = _prepare_rows(recorder, found)  # refuses before anything changes
     # A blank line another tool appended after the last row is cut like a torn
     # line, not kept: kept, the next row would land after it, and it would sit
