@@ -94,12 +94,13 @@ def import_into_store(
 
     A run saved without a ledger is imported beside its files first (REC-70,
     with ``inputs``, ``skip_rejected`` and ``clock`` as ``import_run`` takes
-    them); ``progress_bar`` is entered for that import only, and gives the
-    callback its progress is reported to. ``dry_run`` writes nothing: it
+    them), and rows another collector appended to one that has a ledger are
+    adopted first (REC-86); ``progress_bar`` is entered for that import only,
+    and gives the callback its progress is reported to. ``dry_run`` writes nothing: it
     reports the import that would be made, or the head that would be loaded.
     """
     imported = None
-    if not RunPaths.of(source).db.exists():  # saved without a ledger
+    if _to_import(source):
         with (progress_bar or nullcontext)() as progress:
             imported = import_run(
                 source,
@@ -132,6 +133,14 @@ def import_into_store(
         head=head,
         dry_run=dry_run,
     )
+
+
+def _to_import(source: Path | str) -> bool:
+    """Saved without a ledger (REC-70), or rows wait to be adopted (REC-86)."""
+    if not RunPaths.of(source).db.exists():
+        return True
+    with Ledger.open(source) as reader:
+        return bool(reader.waiting())
 
 
 def _would_be(out: Path | str, report: ImportReport) -> list[StoredEvent]:
