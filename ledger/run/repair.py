@@ -364,6 +364,10 @@ def repair(
     found = list(find_unrecorded(paths, recorder.index, locations))
     if not found:
         return 0
+    for unrecorded in found:  # a blank line between rows is refused first
+        for number, data in enumerate(unrecorded.rows):
+            if not data.strip():
+                _decode_line(unrecorded, number, data)
     waiting = waiting_in((u.file, u.first_line, u.rows) for u in found)
     if waiting:  # REC-86: not a crash's leftovers; `import` adopts them
         raise IdentityMismatch(

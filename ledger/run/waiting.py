@@ -30,12 +30,15 @@ _DECODER = msgspec.json.Decoder()
 
 
 def without_ledger(data: bytes) -> bool:
-    """Whether a complete line is a JSON row that no ledger stamped (no run id)."""
+    """Whether a line is a keyed JSON row that no ledger stamped (no run id)."""
     try:
         row = _DECODER.decode(data)
     except (msgspec.DecodeError, RecursionError):
         return False
-    return isinstance(row, dict) and row.get("_ng_run_id") is None
+    if not isinstance(row, dict) or row.get("_ng_run_id") is not None:
+        return False
+    keys = (row.get("_ng_task_index"), row.get("_ng_rollout_index"))
+    return all(isinstance(k, int) and not isinstance(k, bool) for k in keys)
 
 
 @dataclass(frozen=True)
