@@ -105,6 +105,7 @@ from ledger.run.doctor_report import DoctorReport, doctor
 from ledger.run.opening import open_run
 from ledger.run.plan_record import read_plan_rows, record_plan_rows
 from ledger.run.transfer import CopiedRun, copy_into_store, copy_to_files
+from ledger.run.waiting import Waiting, adopt_advice, group_waiting
 
 __all__ = [
     "FAILURE_KINDS",
@@ -137,6 +138,8 @@ __all__ = [
     "RunPaths",
     "StorageError",
     "UnknownEvent",
+    "Waiting",
+    "adopt_advice",
     "applied_result_class",
     "atomic_replace",
     "attempt_key",
@@ -155,6 +158,7 @@ __all__ = [
     "facts_rules",
     "faults_own_window",
     "final_context",
+    "group_waiting",
     "has_native_partial",
     "has_recorded_grade",
     "has_saved_generation",

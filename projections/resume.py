@@ -27,6 +27,7 @@ from ledger import (
     IdentityMismatch,
     Ledger,
     Refused,
+    adopt_advice,
     attempt_key,
     bounded,
 )
@@ -45,7 +46,6 @@ from ledger.events import (
 from ledger.policy.approvals import read_approvals
 from ledger.policy.log import apply_changes, policy_changes, policy_from_json
 from ledger.policy.model import RecoveryPolicy
-from ledger.run.waiting import adopt_advice
 from projections.current_manifest import current_manifest
 from projections.decide import Decision, decide_all
 from projections.fold import fold_into

@@ -12,8 +12,13 @@ from __future__ import annotations
 
 import msgspec
 
-from ledger import Ledger, RecoveryIncomplete
-from ledger.run.waiting import ADOPT, Waiting, adopt_advice, group_waiting
+from ledger import (
+    Ledger,
+    RecoveryIncomplete,
+    Waiting,
+    adopt_advice,
+    group_waiting,
+)
 from projections.coverage import Coverage, check_complete, coverage
 from projections.decide import Decision, decide_all
 from projections.publish import publish as publish_files
@@ -71,7 +76,7 @@ def status(ledger: Ledger, *, publish: bool = False) -> RunStatus:
             if decision.value == "held"
         ),
         pending_repairs=tuple(
-            Repair(p.file, p.line, p.what) for p in pending if p.what != ADOPT
+            Repair(p.file, p.line, p.what) for p in pending if not p.waiting
         ),
         published=publish,
         waiting=waiting,

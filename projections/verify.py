@@ -19,7 +19,6 @@ import msgspec
 from ledger import Ledger, LedgerError
 from ledger.events import IndexEntry, Location
 from ledger.policy.log import policy_from_json
-from ledger.run.waiting import ADOPT
 from ledger.run.write_index import INDEX_CODE_VERSION, INDEX_KINDS, WriteIndex
 from ledger.store.materialize import index_entry
 from ledger.store.port import RunFiles
@@ -138,7 +137,7 @@ def _pending(ledger: Ledger) -> list[Finding]:
             "repair", f"{p.what}: pending repair ({p.fix})", file=p.file, line=p.line
         )
         for p in pending
-        if p.what != ADOPT  # REC-86: waiting to be adopted, not damage
+        if not p.waiting  # REC-86: waiting to be adopted, not damage
     ]
 
 

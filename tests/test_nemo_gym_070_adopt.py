@@ -16,6 +16,7 @@ import copy
 import json
 import re
 import shutil
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -398,3 +399,23 @@ def success_for_key(task: int, rollout: int) -> Row:
     )
     success.update(_ng_task_index=task, _ng_rollout_index=rollout)
     return success
+
+
+def test_rec_86_import_from_adopts_waiting_rows_before_loading_into_postgresql(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """REC-86 with SC-2: ``import URL --from OUT`` adopts first, then loads."""
+    out = copy_run("c01_agent_request_failed_503", tmp_path / "run")
+    import_run(out)
+    append_as_070(out, first_failure(out), sidecar=True)
+    url = f"{pg_url}?run=adopt-{uuid.uuid4().hex[:10]}"
+    with Unchanged(out):
+        dry = cli("import", url, "--from", out, "--dry-run")
+        assert dry.exit_code == 0, dry.stderr
+        assert "would adopt 1 row" in dry.stdout
+        loaded = cli("import", url, "--from", out)
+    assert loaded.exit_code == 0, loaded.stderr
+    assert "adopted 1 row" in loaded.stdout
+    assert outcomes(out)[-1] == ("failure_saved", "import", 0, 0, 1)
+    assert cli("head", url).stdout == cli("head", out).stdout
+    assert cli("verify", url).exit_code == 0

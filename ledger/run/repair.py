@@ -76,6 +76,11 @@ class PendingRepair:
     what: str  # one of REPAIRS
 
     @property
+    def waiting(self) -> bool:
+        """A row another collector appended, for ``import`` to adopt (REC-86)."""
+        return self.what == ADOPT
+
+    @property
     def fix(self) -> str:
         """What a writer's open does with it, in plain words."""
         return REPAIRS.get(self.what, "a writer's open repairs it")
