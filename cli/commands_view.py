@@ -73,8 +73,9 @@ def status(out: Path, as_json: bool, publish: bool) -> None:
 
     The coverage of REC-41 as a table, the manifest summary (run id, digests,
     cap and extension, policy, drift and overrides), held rollouts with reasons
-    and kinds, and pending repairs. --publish takes the run lock and rewrites
-    the published files from the log.
+    and kinds, pending repairs, and rows waiting to be adopted (appended without
+    the ledger, by NeMo Gym's own --resume, say). --publish takes the run lock
+    and rewrites the published files from the log.
 
     \b
     Example:
@@ -124,7 +125,8 @@ def check(out: Path) -> None:
 
     75: unfinished work, some of it retryable (resume); 76: none of it
     retryable (only held, terminal or exhausted rollouts remain). The message
-    counts each unfinished kind and names the command that helps.
+    counts each unfinished kind and names the command that helps, and rows a
+    collector appended without the ledger with the import that adopts them.
 
     \b
     Example:
