@@ -419,3 +419,19 @@ def test_rec_86_import_from_adopts_waiting_rows_before_loading_into_postgresql(
     assert outcomes(out)[-1] == ("failure_saved", "import", 0, 0, 1)
     assert cli("head", url).stdout == cli("head", out).stdout
     assert cli("verify", url).exit_code == 0
+
+
+def test_rec_86_a_torn_last_line_is_left_to_the_writer_s_open(tmp_path: Path) -> None:
+    """REC-86, EV-12: the complete rows are adopted; a cut-short last line is not."""
+    out = copy_run("c01_agent_request_failed_503", tmp_path / "run")
+    import_run(out)
+    append_as_070(out, first_failure(out), sidecar=True)
+    with sidecar_of(out).open("ab") as handle:
+        handle.write(b'{"_ng_task_index": 0, "_ng_rollout_in')  # 0.7.0 killed mid-write
+    with Unchanged(out):
+        adopted = cli("import", out)
+    assert adopted.exit_code == 0, adopted.stderr
+    assert "adopted 1 row" in adopted.stdout
+    with Ledger.open(out) as reader:
+        pending = [(p.file, p.line, p.what) for p in reader.pending_repairs()]
+    assert pending == [("rollouts_failures.jsonl", 3, "torn last line")]
