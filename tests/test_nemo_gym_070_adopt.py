@@ -435,3 +435,21 @@ def test_rec_86_a_torn_last_line_is_left_to_the_writer_s_open(tmp_path: Path) ->
     with Ledger.open(out) as reader:
         pending = [(p.file, p.line, p.what) for p in reader.pending_repairs()]
     assert pending == [("rollouts_failures.jsonl", 3, "torn last line")]
+
+
+def test_rec_86_rec_72_unstamped_rows_count_the_recorded_sidecar_rows(
+    tmp_path: Path,
+) -> None:
+    """REC-72 over the whole run: rows without an attempt count every sidecar row."""
+    out = copy_run("c01_agent_request_failed_503", tmp_path / "run")
+    import_run(out)
+    failure = first_failure(out)
+    # An older collector's resume: it stamps no _ng_attempt_index at all.
+    for target, row in ((sidecar_of(out), failure), (out, success_for(out, failure))):
+        with target.open("ab") as handle:
+            handle.write(json.dumps(row).encode() + b"\n")
+    report = import_legacy_run(out)
+    assert [(e.kind, e.body.attempt) for e in report.events] == [  # type: ignore[attr-defined]
+        ("failure_saved", 1),  # one earlier sidecar row of its key, recorded before
+        ("result_saved", 2),  # two sidecar rows of its key in all
+    ]
