@@ -2,10 +2,10 @@
 
 Both replay once and decide once. ``status`` gathers what the command shows:
 the state (whose manifest it summarizes), the coverage, the held rollouts with
-their decisions, and the repairs a writer's open would make; with ``publish``
-it also rewrites the published files, which needs a writer. ``check_run``
-raises ``RecoveryIncomplete`` unless every rollout is complete or omitted
-(REC-40), and returns the coverage when it is.
+their decisions, the repairs a writer's open would make and the rows waiting
+to be adopted (REC-86); with ``publish`` it also rewrites the published files,
+which needs a writer. ``check_run`` raises ``RecoveryIncomplete`` unless every
+rollout is complete or omitted (REC-40), and returns the coverage when it is.
 """
 
 from __future__ import annotations

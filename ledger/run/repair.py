@@ -8,8 +8,9 @@ it); complete rows past the last recorded location are
 recorded once (actor ``repair``) when each is the outcome of an attempt reserved
 in this run, or of a released attempt whose reservation was lost with the
 row's transaction (a ``record`` killed after its rows), or the row of an open
-re-judgment; anything else refuses the open before anything is written. A
-reader only reports what is pending.
+re-judgment; anything else refuses the open before anything is written (keyed
+rows without a run id, another collector's, with the ``import`` that adopts
+them, REC-86). A reader only reports what is pending.
 
 Lines are numbered as the importer and ``verify`` number them: 1-based, split
 at ``"\n"`` only (a ``"\r"`` belongs to its line). Before reading past the
