@@ -20,7 +20,9 @@ def verify(out: Path | str) -> None:
     (bytes present, sha256 equal), refolds twice from seq 1 and compares, and
     compares the published files with fresh projections. Exit 0 when all hold,
     else exit 5 with each finding (first bad seq, changed rows with file and
-    line, stale published files, pending repairs).
+    line, stale published files, pending repairs). Rows another collector
+    appended since (NeMo Gym's own --resume, say) are not damage: they are
+    listed as waiting, with the import command that adopts them.
 
     \b
     Example:
@@ -34,11 +36,15 @@ def verify(out: Path | str) -> None:
     if found.findings:
         for finding in found.findings:
             click.echo(str(finding))
+        if found.waiting is not None:
+            click.echo(f"waiting to be adopted (not damage): {found.waiting}")
         raise ledger.CorruptLedger(
             f"{len(found.findings)} findings: the run does not verify", path=out
         )
     click.echo(f"verified: seq {found.seq}, head {found.head.hex()}")
     click.echo("the chain, the rows, two refolds and the published files hold")
+    if found.waiting is not None:
+        click.echo(f"waiting to be adopted (not damage): {found.waiting}")
 
 
 @click.command()

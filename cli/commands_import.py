@@ -73,6 +73,12 @@ def import_(
     digest. The collector files are never modified. The first resume of an
     imported run needs --allow-unsafe (REC-57).
 
+    On a run that has a ledger already, import adopts the rows a collector
+    appended to OUT or its sidecar without the ledger (NeMo Gym's own
+    --resume, say): exactly the rows after the last recorded one, each
+    recorded once; with nothing new it records nothing. A recorded row that
+    was edited refuses the import.
+
     With --from, OUT is a run URL (postgresql://USER@HOST:PORT/DB?run=NAME)
     and the file-based run at --from is loaded into it: the same events and
     hashes, each row stored with its event (SC-2, SC-5).
@@ -185,6 +191,11 @@ def _document(result: ImportResult) -> dict[str, Any]:
         "foreign_manifest": report.foreign_manifest is not None,
         "events": _kinds(result),
         "coverage": result.coverage.to_dict(),
+        "adopting": report.adopting,
+        "adopted": [
+            {"file": a.file, "rows": a.rows, "first_line": a.first_line}
+            for a in report.adopted
+        ],
     }
 
 
@@ -193,8 +204,34 @@ def _counts(split: dict[str, int]) -> str:
     return f" ({', '.join(shown)})" if shown else ""
 
 
+def _adopted_text(result: ImportResult) -> list[str]:
+    """An import of a run that has a ledger: the rows it adopted (REC-86)."""
+    report = result.report
+    count = report.rows_imported
+    rows = "row" if count == 1 else "rows"
+    if not count:
+        return [
+            f"{report.out} has a ledger and no rows were appended to it or its "
+            "sidecar since its last recorded row: nothing to adopt, nothing recorded"
+        ]
+    where = "; ".join(
+        f"{a.file}: {a.rows} from line {a.first_line}" for a in report.adopted
+    )
+    if report.dry_run:
+        head = f"Dry run, nothing written: would adopt {count} {rows}"
+    else:
+        head = f"adopted {count} {rows}"
+    return [
+        f"{head} appended to {report.out} or its sidecar without the ledger "
+        f"({where}), one event each (run {report.run_id})",
+        "events: " + ", ".join(f"{k} {n}" for k, n in _kinds(result).items()),
+    ]
+
+
 def _text(result: ImportResult) -> str:
     report, cover = result.report, result.coverage.to_dict()
+    if report.adopting:
+        return "\n".join(_adopted_text(result) + _coverage_lines(cover))
     verb = "would record" if report.dry_run else "recorded"
     lines = [
         f"{'Dry run, nothing written: ' if report.dry_run else ''}import of "
@@ -208,8 +245,12 @@ def _text(result: ImportResult) -> str:
         copied = "would be copied" if report.dry_run else "copied"
         lines.append(f"--inputs {copied} to the run's materialized inputs")
     lines.extend(f"  {r.file} line {r.line}: {r.reason}" for r in report.rejections)
-    lines.append(f"coverage: {cover['expected']} rollouts")
+    return "\n".join(lines + _coverage_lines(cover))
+
+
+def _coverage_lines(cover: dict[str, Any]) -> list[str]:
+    lines = [f"coverage: {cover['expected']} rollouts"]
     for value, count in cover["decisions"].items():
         if count:
             lines.append(f"  {value}: {count}{_counts(cover.get(value, {}))}")
-    return "\n".join(lines)
+    return lines

@@ -157,6 +157,8 @@ def resume(
     semantic key with its saved and current values (exit 3). --plan-out writes
     the rows to dispatch, then {"rejudge": {...}} lines, for a collector that
     records its outcomes with `rollout-ledger record`. --dry-run writes nothing.
+    Rows a collector appended without the ledger (NeMo Gym's own --resume, say)
+    refuse it, --dry-run too (exit 3), naming the import that adopts them.
 
     \b
     Example:

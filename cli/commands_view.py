@@ -73,8 +73,9 @@ def status(out: Path, as_json: bool, publish: bool) -> None:
 
     The coverage of REC-41 as a table, the manifest summary (run id, digests,
     cap and extension, policy, drift and overrides), held rollouts with reasons
-    and kinds, and pending repairs. --publish takes the run lock and rewrites
-    the published files from the log.
+    and kinds, pending repairs, and rows waiting to be adopted (appended without
+    the ledger, by NeMo Gym's own --resume, say). --publish takes the run lock
+    and rewrites the published files from the log.
 
     \b
     Example:
@@ -98,6 +99,10 @@ def status(out: Path, as_json: bool, publish: bool) -> None:
                 "coverage": cover,
                 "held": held,
                 "pending_repairs": repairs,
+                "waiting": [
+                    {"file": w.file, "rows": w.rows, "first_line": w.first_line}
+                    for w in found.waiting
+                ],
             }
         )
         return
@@ -106,6 +111,7 @@ def status(out: Path, as_json: bool, publish: bool) -> None:
     lines += ["  " + decision_line(h.task, h.rollout, h.decision) for h in found.held]
     lines += [f"pending repairs ({len(repairs)}):"] if repairs else []
     lines += [f"  {r['file']} line {r['line']}: {r['what']}" for r in repairs]
+    lines += [f"waiting to be adopted: {found.adopt}"] if found.adopt else []
     if found.published:
         lines.append("published files rewritten from the log")
     for line in lines:
@@ -119,7 +125,8 @@ def check(out: Path) -> None:
 
     75: unfinished work, some of it retryable (resume); 76: none of it
     retryable (only held, terminal or exhausted rollouts remain). The message
-    counts each unfinished kind and names the command that helps.
+    counts each unfinished kind and names the command that helps, and rows a
+    collector appended without the ledger with the import that adopts them.
 
     \b
     Example:
@@ -129,7 +136,10 @@ def check(out: Path) -> None:
 
     with reader(out) as led:
         cover = projections.check_run(led)
+        note = projections.adopt_note(led)
     click.echo(f"complete: all {cover.expected} rollouts are complete or omitted")
+    if note is not None:
+        click.echo(f"waiting to be adopted: {note}")
 
 
 @click.command()

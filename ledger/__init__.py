@@ -23,8 +23,8 @@ copied to its other home, a ``CopiedRun``), ``read_plan_rows`` and
 ``record_plan_rows`` (a plan file's outcome rows: their reservations
 committed first, then the rows and their events), ``adopted_inputs`` (the
 materialized inputs a collector left, which ``create`` given the same bytes
-adopts, REC-84); with the values they use, ``RunPaths`` (the files of one run) and ``ImportReport`` (what
-``import_legacy_run`` recorded).
+adopts, REC-84); with the values they use, ``RunPaths`` (the files of one
+run) and ``ImportReport`` (what ``import_legacy_run`` recorded).
 """
 
 from ledger import events
@@ -108,6 +108,7 @@ from ledger.run.doctor_report import DoctorReport, doctor
 from ledger.run.opening import open_run
 from ledger.run.plan_record import read_plan_rows, record_plan_rows
 from ledger.run.transfer import CopiedRun, copy_into_store, copy_to_files
+from ledger.run.waiting import Waiting, adopt_advice, group_waiting
 
 __all__ = [
     "FAILURE_KINDS",
@@ -140,6 +141,8 @@ __all__ = [
     "RunPaths",
     "StorageError",
     "UnknownEvent",
+    "Waiting",
+    "adopt_advice",
     "adopted_inputs",
     "applied_result_class",
     "atomic_replace",
@@ -159,6 +162,7 @@ __all__ = [
     "facts_rules",
     "faults_own_window",
     "final_context",
+    "group_waiting",
     "has_native_partial",
     "has_recorded_grade",
     "has_saved_generation",

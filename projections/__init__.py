@@ -60,7 +60,7 @@ from projections.plan_file import (
     resume_with_plan_file,
 )
 from projections.results import ResultRows, result_rows
-from projections.status import RunStatus, check_run, status
+from projections.status import RunStatus, adopt_note, check_run, status
 from projections.verify import Verification, verify_run
 
 __all__ = [
@@ -87,6 +87,7 @@ __all__ = [
     "RunStatus",
     "StoreImport",
     "Verification",
+    "adopt_note",
     "approve",
     "approve_held",
     "audit_export",

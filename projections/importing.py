@@ -25,6 +25,7 @@ from ledger import (
     copy_into_store,
     import_legacy_run,
 )
+from ledger.events import StoredEvent
 from projections.coverage import Coverage, coverage
 from projections.publish import publish
 from projections.replay import replay
@@ -50,11 +51,13 @@ def import_run(out: Path | str, **options: Any) -> ImportResult:
     ``options`` are those of ``ledger.import_legacy_run``: ``inputs``,
     ``skip_rejected``, ``dry_run``, ``lock`` and ``clock``. Without ``lock``
     the run lock is held for the import and the publishing together; a dry run
-    takes no lock and writes nothing.
+    takes no lock and writes nothing. On a run that has a ledger, the rows
+    another collector appended since are adopted (REC-86), and ``state`` is
+    the whole run's.
     """
     if options.get("dry_run"):
         report = import_legacy_run(out, **options)
-        state = replay(report.events)
+        state = replay(_would_be(out, report))
         return ImportResult(report, state, coverage(state))
     lock = options.pop("lock", None)
     if lock is not None:
@@ -91,12 +94,13 @@ def import_into_store(
 
     A run saved without a ledger is imported beside its files first (REC-70,
     with ``inputs``, ``skip_rejected`` and ``clock`` as ``import_run`` takes
-    them); ``progress_bar`` is entered for that import only, and gives the
-    callback its progress is reported to. ``dry_run`` writes nothing: it
+    them), and rows another collector appended to one that has a ledger are
+    adopted first (REC-86); ``progress_bar`` is entered for that import only,
+    and gives the callback its progress is reported to. ``dry_run`` writes nothing: it
     reports the import that would be made, or the head that would be loaded.
     """
     imported = None
-    if not RunPaths.of(source).db.exists():  # saved without a ledger
+    if _to_import(source):
         with (progress_bar or nullcontext)() as progress:
             imported = import_run(
                 source,
@@ -129,6 +133,22 @@ def import_into_store(
         head=head,
         dry_run=dry_run,
     )
+
+
+def _to_import(source: Path | str) -> bool:
+    """Saved without a ledger (REC-70), or rows wait to be adopted (REC-86)."""
+    if not RunPaths.of(source).db.exists():
+        return True
+    with Ledger.open(source) as reader:
+        return bool(reader.waiting())
+
+
+def _would_be(out: Path | str, report: ImportReport) -> list[StoredEvent]:
+    """The whole log a dry run's events would extend (only an adoption's do)."""
+    if not report.adopting:
+        return list(report.events)
+    with Ledger.open(out) as reader:
+        return [*reader.events(), *report.events]
 
 
 def _import_and_publish(

@@ -22,7 +22,15 @@ from typing import Any, cast
 
 import msgspec
 
-from ledger import MAX_ATTEMPTS, Ledger, Refused, attempt_key, bounded
+from ledger import (
+    MAX_ATTEMPTS,
+    IdentityMismatch,
+    Ledger,
+    Refused,
+    adopt_advice,
+    attempt_key,
+    bounded,
+)
 from ledger.events import (
     AnyEvent,
     AttemptsExtended,
@@ -164,6 +172,18 @@ def _fold_pending(
     return fold_into(state, pending, policy)
 
 
+def _refuse_waiting(ledger: Ledger) -> None:
+    """REC-86: a plan that ignored rows waiting to be adopted would dispatch again."""
+    waiting = ledger.waiting()
+    if waiting:
+        raise IdentityMismatch(
+            f"{adopt_advice(str(ledger.target), waiting)}, then resume; the plan "
+            "would otherwise run again what those rows already hold",
+            path=waiting[0].file,
+            line=waiting[0].first_line,
+        )
+
+
 def resume(
     ledger: Ledger,
     config: Any,
@@ -181,6 +201,8 @@ def resume(
     """REC-56: replay, gate, then record what the gate decided and release the plan."""
     if not dry_run and not ledger.writable:
         raise Refused("resume writes to the run: open it with the held RunLock")
+    if dry_run:  # a writer's open refused them already (REC-86)
+        _refuse_waiting(ledger)
     extend_attempts = bounded(
         extend_attempts,
         low=0,

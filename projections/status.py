@@ -2,24 +2,30 @@
 
 Both replay once and decide once. ``status`` gathers what the command shows:
 the state (whose manifest it summarizes), the coverage, the held rollouts with
-their decisions, and the repairs a writer's open would make; with ``publish``
-it also rewrites the published files, which needs a writer. ``check_run``
-raises ``RecoveryIncomplete`` unless every rollout is complete or omitted
-(REC-40), and returns the coverage when it is.
+their decisions, the repairs a writer's open would make and the rows waiting
+to be adopted (REC-86); with ``publish`` it also rewrites the published files,
+which needs a writer. ``check_run`` raises ``RecoveryIncomplete`` unless every
+rollout is complete or omitted (REC-40), and returns the coverage when it is.
 """
 
 from __future__ import annotations
 
 import msgspec
 
-from ledger import Ledger
+from ledger import (
+    Ledger,
+    RecoveryIncomplete,
+    Waiting,
+    adopt_advice,
+    group_waiting,
+)
 from projections.coverage import Coverage, check_complete, coverage
 from projections.decide import Decision, decide_all
 from projections.publish import publish as publish_files
 from projections.replay import replay
 from projections.state import RunState
 
-__all__ = ["HeldRollout", "Repair", "RunStatus", "check_run", "status"]
+__all__ = ["HeldRollout", "Repair", "RunStatus", "adopt_note", "check_run", "status"]
 
 
 class HeldRollout(msgspec.Struct, frozen=True):
@@ -45,6 +51,10 @@ class RunStatus(msgspec.Struct, frozen=True, kw_only=True):
     coverage: Coverage
     held: tuple[HeldRollout, ...]
     pending_repairs: tuple[Repair, ...]
+    #: Rows another collector appended, for ``import`` to adopt (REC-86).
+    waiting: tuple[Waiting, ...] = ()
+    #: What waits and the command that adopts it; ``None`` when nothing does.
+    adopt: str | None = None
     #: Whether the published files were rewritten from the log.
     published: bool
 
@@ -55,6 +65,8 @@ def status(ledger: Ledger, *, publish: bool = False) -> RunStatus:
     decisions = decide_all(state)
     if publish:
         publish_files(ledger, state, decisions)
+    pending = ledger.pending_repairs()
+    waiting = group_waiting((p.file, p.line, p.what) for p in pending)
     return RunStatus(
         state=state,
         coverage=coverage(state, decisions),
@@ -64,15 +76,37 @@ def status(ledger: Ledger, *, publish: bool = False) -> RunStatus:
             if decision.value == "held"
         ),
         pending_repairs=tuple(
-            Repair(p.file, p.line, p.what) for p in ledger.pending_repairs()
+            Repair(p.file, p.line, p.what) for p in pending if not p.waiting
         ),
         published=publish,
+        waiting=waiting,
+        adopt=adopt_advice(str(ledger.target), waiting) if waiting else None,
     )
 
 
+def adopt_note(ledger: Ledger) -> str | None:
+    """What waits to be adopted and the command that adopts it (REC-86), or ``None``."""
+    waiting = ledger.waiting()
+    return adopt_advice(str(ledger.target), waiting) if waiting else None
+
+
 def check_run(ledger: Ledger) -> Coverage:
-    """The coverage of a complete run; ``RecoveryIncomplete`` otherwise (REC-40)."""
+    """The coverage of a complete run; ``RecoveryIncomplete`` otherwise (REC-40).
+
+    When rows wait to be adopted (REC-86), the refusal says so first: they may
+    hold what the unfinished rollouts lack.
+    """
     state = replay(ledger)
     decisions = decide_all(state)
-    check_complete(state, decisions)
+    try:
+        check_complete(state, decisions)
+    except RecoveryIncomplete as exc:
+        note = adopt_note(ledger)
+        if note is None:
+            raise
+        raise RecoveryIncomplete(
+            f"{note}, then check again; as recorded now, {exc}",
+            retryable=exc.retryable,
+            counts=exc.counts,
+        ) from None
     return coverage(state, decisions)

@@ -26,6 +26,7 @@ from ledger.store.run_files import ChunkReader
 from projections.publish import rendered_files
 from projections.replay import replay
 from projections.state import RunState
+from projections.status import adopt_note
 
 __all__ = ["Finding", "Verification", "verify", "verify_run"]
 
@@ -54,6 +55,9 @@ class Verification(msgspec.Struct, frozen=True, kw_only=True):
     findings: tuple[Finding, ...]
     seq: int
     head: bytes
+    #: Rows another collector appended, waiting to be adopted (REC-86): not
+    #: findings; what waits and the command that adopts it, or ``None``.
+    waiting: str | None = None
 
 
 def _chain(ledger: Ledger) -> list[Finding]:
@@ -133,6 +137,7 @@ def _pending(ledger: Ledger) -> list[Finding]:
             "repair", f"{p.what}: pending repair ({p.fix})", file=p.file, line=p.line
         )
         for p in pending
+        if not p.waiting  # REC-86: waiting to be adopted, not damage
     ]
 
 
@@ -351,4 +356,8 @@ def verify_run(ledger: Ledger) -> Verification:
     """``verify``, and the run's last seq and head hash."""
     findings = verify(ledger)
     seq, head = ledger.head()
-    return Verification(findings=tuple(findings), seq=seq, head=head)
+    try:
+        waiting = adopt_note(ledger)
+    except LedgerError:  # a changed row: a finding of its own already
+        waiting = None
+    return Verification(findings=tuple(findings), seq=seq, head=head, waiting=waiting)

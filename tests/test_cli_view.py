@@ -97,7 +97,7 @@ def test_cli_6_status_prints_the_summary_coverage_and_held(mixed: CliRun) -> Non
 def test_cli_6_status_json_has_run_and_coverage(mixed: CliRun) -> None:
     status = json.loads(mixed.ok("status", mixed.out, "--json").stdout)
     published = json.loads((mixed.ledger_dir / "coverage.json").read_text())
-    assert set(status) == {"run", "coverage", "held", "pending_repairs"}
+    assert set(status) == {"run", "coverage", "held", "pending_repairs", "waiting"}
     assert status["coverage"]["decisions"] == {
         "pending": 0,
         "retry": 1,

@@ -717,15 +717,22 @@ def test_rec_73_unreadable_manifest_refuses_the_import(
     assert os.listdir(tmp_path / "rollouts_ledger") == ["run.lock"]
 
 
-# --- REC-74: twice refused; dry run -------------------------------------------------
+# --- REC-74: twice records nothing new; dry run ------------------------------------
 
 
-def test_rec_74_importing_twice_is_refused(tmp_path: Path) -> None:
+def test_rec_74_importing_twice_records_nothing(tmp_path: Path) -> None:
+    """REC-74 as REC-86 amends it: a second import adopts what is new, here nothing."""
     out = make_run(tmp_path, out=lines(result(0, 0)))
     import_run(out)
+    with Ledger.open(out) as reader:
+        head = reader.head()
     for dry_run in (False, True):
-        with pytest.raises(ConfigError, match="rollout-ledger resume"):
-            import_run(out, dry_run=dry_run)
+        again = import_run(out, dry_run=dry_run).report
+        assert again.adopting
+        assert again.events == ()
+        assert again.rows_imported == 0
+    with Ledger.open(out) as reader:
+        assert reader.head() == head
 
 
 def test_rec_74_a_lock_file_alone_does_not_count(tmp_path: Path) -> None:
@@ -838,7 +845,8 @@ def test_cli_3_json(tmp_path: Path) -> None:
     ("setup", "code", "message"),
     [
         pytest.param("rejected", 3, "rollouts.jsonl line 2: not JSON", id="rejected"),
-        pytest.param("twice", 3, "not imported twice", id="twice"),
+        # REC-86 with R-7: a second import adopts appended rows, never edited ones.
+        pytest.param("edited", 5, "no longer holds the row", id="edited"),
         pytest.param("no-inputs", 3, "--inputs", id="no-inputs"),
         pytest.param("manifest", 5, "rollouts_manifest.json", id="bad-manifest"),
         pytest.param("locked", 4, "is held by", id="locked"),
@@ -850,8 +858,10 @@ def test_cli_1_exit_codes(tmp_path: Path, setup: str, code: int, message: str) -
         out=lines(result(0, 0), b"junk\n" if setup == "rejected" else b""),
         materialized=setup != "no-inputs",
     )
-    if setup == "twice":
+    if setup == "edited":
         import_run(out)
+        data = out.read_bytes()
+        out.write_bytes(data.replace(b"_ng_task_index", b"_ng_task_indey", 1))
     if setup == "manifest":
         (tmp_path / "rollouts_manifest.json").write_bytes(b"{")
     lock = RunLock(out).acquire() if setup == "locked" else None

@@ -286,6 +286,7 @@ def test_ev_12_an_unrecorded_row_of_a_reserved_attempt_is_recorded_once(run) -> 
 def test_ev_12_an_unrecorded_foreign_row_refuses_the_open_and_changes_nothing(
     run,
 ) -> None:
+    """EV-12; a row without a run id waits for `import` to adopt it (REC-86)."""
     led, rows = run
     append_raw(
         led.paths.sidecar,
@@ -297,13 +298,15 @@ def test_ev_12_an_unrecorded_foreign_row_refuses_the_open_and_changes_nothing(
     )
     before = (led.head(), led.paths.sidecar.read_bytes())
     led.close()
-    with pytest.raises(IdentityMismatch, match=r"line 1 of rollouts_failures\.jsonl"):
+    with pytest.raises(
+        IdentityMismatch, match=r"rollouts_failures\.jsonl: 1 row from line 1.*import"
+    ):
         Ledger.open(led.paths.out, lock=led.lock)
     with Ledger.open(led.paths.out) as reader:
         assert (reader.head(), led.paths.sidecar.read_bytes()) == before
         pending = reader.pending_repairs()
     assert [(p.line, p.what) for p in pending] == [
-        (1, "unrecorded row"),
+        (1, "row written without the ledger"),
         (2, "torn last line"),
     ]
 

@@ -42,6 +42,7 @@ from ledger.events import (
 from ledger.files import atomic_replace, read_regular
 from ledger.identity.credentials import credential_safe
 from ledger.identity.manifest import RunManifest
+from ledger.legacy.adopt import AdoptedRows, adopt
 from ledger.legacy.manifest import (
     ForeignManifest,
     foreign_manifest_path,
@@ -63,7 +64,7 @@ from ledger.store.decode import stored_from_row
 from ledger.store.materialize import MaterializedInputs
 from ledger.store.port import EventRow, NewEvent
 
-__all__ = ["ImportReport", "import_legacy_run"]
+__all__ = ["AdoptedRows", "ImportReport", "import_legacy_run"]
 
 ACTOR = "import"
 
@@ -75,7 +76,10 @@ class ImportReport(msgspec.Struct, frozen=True, kw_only=True):
     order; ``rows_read`` counts the lines of the sidecar and ``OUT``, each of
     which was imported or rejected (blank lines are rejections that never fail
     an import); ``inputs_copied`` says ``--inputs`` became the run's
-    materialized inputs.
+    materialized inputs. On a run that has a ledger (REC-86) ``adopting`` is
+    set, ``adopted`` says per file which rows were adopted (or would be),
+    ``events`` are their outcome events only, and ``rows_read`` counts the
+    lines past the recorded ends.
     """
 
     out: str
@@ -90,6 +94,8 @@ class ImportReport(msgspec.Struct, frozen=True, kw_only=True):
     rejections: tuple[LegacyRejection, ...]
     foreign_manifest: dict[str, Any] | None
     events: tuple[StoredEvent, ...]
+    adopting: bool = False
+    adopted: tuple[AdoptedRows, ...] = ()
 
 
 def import_legacy_run(
@@ -109,25 +115,30 @@ def import_legacy_run(
     import's duration; ``dry_run`` takes none and writes nothing. ``progress``
     is called with the bytes of the sidecar and ``OUT`` read so far and in all.
 
+    On a run that has a ledger already, the rows appended to ``OUT`` and the
+    sidecar since its last recorded row are adopted (REC-86); with nothing
+    appended, nothing is recorded.
+
     Raises:
-        ConfigError: the run has a ledger already (REC-74), no collector files,
-            or no materialized inputs and no ``inputs``; ``inputs`` differs from
-            the existing materialized inputs.
+        ConfigError: the run has no collector files, or no materialized inputs
+            and no ``inputs``; ``inputs`` differs from the existing
+            materialized inputs.
         RowError: a line was rejected and ``skip_rejected`` is not set (the
             message lists them with line numbers), or an input row is unusable.
-        CorruptLedger: a NeMo Gym manifest beside the run cannot be read.
+        CorruptLedger: a NeMo Gym manifest beside the run cannot be read; on
+            a run that has a ledger, a recorded row changed (R-7).
         LockHeld: another process holds the run lock.
     """
     paths = RunPaths.of(out)
     clock = clock or Clock()
     options = _Options(inputs, clock, progress, skip_rejected=skip_rejected)
     if dry_run:
-        return _import(paths, options, write=False)
+        return _import(paths, options, lock=None)
     if lock is not None:
         _require_lock(lock, paths)
-        return _import(paths, options, write=True)
-    with RunLock(paths.out):
-        return _import(paths, options, write=True)
+        return _import(paths, options, lock=lock)
+    with RunLock(paths.out) as held:
+        return _import(paths, options, lock=held)
 
 
 def _require_lock(lock: RunLock, paths: RunPaths) -> None:
@@ -142,8 +153,13 @@ class _Options(NamedTuple):
     skip_rejected: bool
 
 
-def _import(paths: RunPaths, options: _Options, *, write: bool) -> ImportReport:
-    _refuse_existing(paths)
+def _import(
+    paths: RunPaths, options: _Options, *, lock: RunLock | None
+) -> ImportReport:
+    if paths.db.exists():  # REC-74: the database is the run; REC-86 adopts
+        return _adopt(paths, options, lock)
+    _refuse_missing(paths)
+    write = lock is not None
     data, copy = _input_bytes(paths, options.inputs)
     materialized = read_materialized(data, paths.relative(paths.materialized))
     foreign = read_foreign_manifest(foreign_manifest_path(paths))
@@ -197,14 +213,30 @@ def _legacy_imported(
     )
 
 
-def _refuse_existing(paths: RunPaths) -> None:
-    # REC-74: the database is the run; a lock file alone does not count.
-    if paths.db.exists():
-        raise ConfigError(
-            f"{paths.db} exists: this run has a ledger already and is not imported "
-            "twice; continue it with `rollout-ledger resume`",
-            path=paths.db,
-        )
+def _adopt(paths: RunPaths, options: _Options, lock: RunLock | None) -> ImportReport:
+    """REC-86: record the rows appended since the ledger last recorded a row."""
+    if options.inputs is not None:
+        _input_bytes(paths, options.inputs)  # refuses other inputs than the run's
+    found = adopt(paths, lock=lock, clock=options.clock)
+    return ImportReport(
+        out=str(paths.out),
+        ledger_dir=str(paths.ledger_dir),
+        run_id=found.run_id,
+        dry_run=lock is None,
+        inputs_copied=False,
+        sources=(),
+        rows_read=found.rows_read,
+        rows_imported=len(found.events),
+        rows_rejected=0,
+        rejections=(),
+        foreign_manifest=None,
+        events=found.events,
+        adopting=True,
+        adopted=found.files,
+    )
+
+
+def _refuse_missing(paths: RunPaths) -> None:
     # REC-84: a collector that died before its first row left only its
     # materialized inputs; that is a run with every rollout pending.
     if not (

@@ -302,7 +302,7 @@ class OutcomeReader:
         digest, size, lines = hashlib.sha256(), 0, 0
         with handle:
             for line in raw_lines(handle):
-                self._line(line, file, sidecar=sidecar)
+                self.take(line, file, sidecar=sidecar)
                 self._advance(len(line.data))
                 if line.kept:
                     # A torn last line is not part of what the ledger records:
@@ -314,6 +314,17 @@ class OutcomeReader:
             file=file, size=size, sha256=digest.hexdigest(), lines=lines
         )
 
+    def count(self, line: RawLine) -> None:
+        """Count a sidecar row already recorded, by its key (REC-72, REC-86).
+
+        Attempts of rows adopted later are numbered over the whole run, so the
+        sidecar rows an import or a writer recorded before count too.
+        """
+        row = _decode(line)
+        key = None if isinstance(row, str) else _key(row)
+        if key is not None:
+            self.sidecar_rows[key] += 1
+
     def _advance(self, read: int) -> None:
         before, self.done = self.done, self.done + read
         if self.progress is not None and (
@@ -322,7 +333,8 @@ class OutcomeReader:
         ):
             self.progress(self.done, self.total)
 
-    def _line(self, line: RawLine, file: str, *, sidecar: bool) -> None:
+    def take(self, line: RawLine, file: str, *, sidecar: bool) -> None:
+        """Read one line into an outcome event or a rejection (REC-71)."""
         self.rows_read += 1
         taken = self._take(line, file, sidecar=sidecar)
         if isinstance(taken, str):

@@ -35,6 +35,7 @@ from ledger.postgres.store import PostgresStore
 from ledger.postgres.url import RunUrl
 from ledger.run.ledger import Ledger
 from ledger.run.lock import RunLock
+from ledger.run.waiting import adopt_advice, group_waiting
 from ledger.run.write_index import INDEX_KINDS, WriteIndex
 from ledger.store.built_aside import built_aside
 from ledger.store.decode import decode_row
@@ -223,6 +224,12 @@ def import_into_store(source: Ledger, url: RunUrl | str) -> tuple[int, bytes]:
         raise ConfigError(f"{source.where} is kept in a store already, not in files")
     head = _refuse_broken_source(source)
     pending = source.pending_repairs()
+    waiting = group_waiting((p.file, p.line, p.what) for p in pending)
+    if waiting:  # REC-86: another collector's rows; `import` adopts them
+        raise ConfigError(
+            f"{adopt_advice(source.where, waiting)}, then load it again",
+            path=source.where,
+        )
     if pending:
         raise ConfigError(
             f"{source.where} has {len(pending)} pending repairs (rows a killed "

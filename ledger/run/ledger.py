@@ -26,7 +26,15 @@ from ledger.run.lock import RunLock
 from ledger.run.reading import LogReader
 from ledger.run.recorder import Recorder
 from ledger.run.recording import RecordingMixin
-from ledger.run.repair import PendingRepair, pending_repairs, repair
+from ledger.run.repair import (
+    PendingRepair,
+    Unrecorded,
+    find_unrecorded,
+    pending_repairs,
+    refuse_changed_rows,
+    repair,
+)
+from ledger.run.waiting import Waiting, group_waiting
 from ledger.run.write_index import WriteIndex
 from ledger.run.writer import Writer
 from ledger.store.materialize import index_existing, materialize
@@ -137,12 +145,15 @@ class Ledger(LogReader, RecordingMixin):
         lock: RunLock | None = None,
         clock: Clock | None = None,
         check_head: bool = True,
+        adopting: bool = False,
     ) -> Ledger:
         """Open a run: a writer with the held lock, else a read-only reader.
 
         ``check_head=False`` (readers only) skips the chain checks of the head
         and of each event read (R-5), for ``verify``, which checks the whole
-        chain and names the first bad seq.
+        chain and names the first bad seq. ``adopting`` (the import that adopts
+        rows another collector appended, REC-86) leaves the writer's repair of
+        unrecorded rows (EV-12) to the next writer's open.
 
         ``out`` may be a run URL (SC-1): with the held lock the ledger is the
         coordinator; without it, a worker that may reserve, record and admit
@@ -163,13 +174,13 @@ class Ledger(LogReader, RecordingMixin):
             led._check_saved_work()
             home.check_opened(opened)
             if opened.writable:
-                led._start_writer()
+                led._start_writer(repair_files=not adopting)
         except BaseException:
             led.close()
             raise
         return led
 
-    def _start_writer(self) -> None:
+    def _start_writer(self, *, repair_files: bool) -> None:
         opened = self._opened
         keeper = IndexKeeper(
             opened.store,
@@ -188,7 +199,7 @@ class Ledger(LogReader, RecordingMixin):
             fence=None if self.lock is None else self.lock.check,
         )
         self._recorder = Recorder(self._writer, self.files.names, self.clock)
-        if self.folder is not None:  # rows written apart from their events
+        if self.folder is not None and repair_files:  # rows apart from events
             repair(self.paths, self._recorder, self._locations)  # EV-12, first
 
     # -- writing -------------------------------------------------------------
@@ -282,6 +293,21 @@ class Ledger(LogReader, RecordingMixin):
         if self.folder is None:
             return []
         return pending_repairs(self.paths, self.write_index(), self._locations)
+
+    def waiting(self) -> tuple[Waiting, ...]:
+        """Rows another collector appended, waiting for ``import`` (REC-86)."""
+        return group_waiting((p.file, p.line, p.what) for p in self.pending_repairs())
+
+    def unrecorded(self) -> list[Unrecorded]:
+        """The bytes of ``OUT`` and the sidecar past their recorded rows (REC-86).
+
+        R-7 first: every recorded row must still be as recorded, or this
+        raises ``CorruptLedger`` naming the first changed line.
+        """
+        paths, index = self.paths, self.write_index()
+        for path in (paths.out, paths.sidecar):
+            refuse_changed_rows(paths, paths.relative(path), self._locations)
+        return list(find_unrecorded(paths, index, self._locations))
 
     def _locations(self, file: str) -> Iterator[tuple[int, int, str]]:
         """Every recorded row of ``file``: offset, length, sha256, in log order."""

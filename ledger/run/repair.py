@@ -8,8 +8,9 @@ it); complete rows past the last recorded location are
 recorded once (actor ``repair``) when each is the outcome of an attempt reserved
 in this run, or of a released attempt whose reservation was lost with the
 row's transaction (a ``record`` killed after its rows), or the row of an open
-re-judgment; anything else refuses the open before anything is written. A
-reader only reports what is pending.
+re-judgment; anything else refuses the open before anything is written (keyed
+rows without a run id, another collector's, with the ``import`` that adopts
+them, REC-86). A reader only reports what is pending.
 
 REC-83: a last line that is a complete JSON object without its newline is
 kept: the open appends the newline (``tail_repaired``) and records the row as
@@ -51,10 +52,12 @@ from ledger.run.tail_repair import (
     record_newline,
     split_tail,
 )
+from ledger.run.waiting import ADOPT, adopt_advice, waiting_in, without_ledger
 from ledger.run.write_index import FileEnd, WriteIndex
 from ledger.store.prepared import Prepared
 
-__all__ = ["REPAIRS", "PendingRepair", "Unrecorded", "find_unrecorded", "repair"]
+__all__ = ["REPAIRS", "PendingRepair", "Unrecorded", "find_unrecorded"]
+__all__ += ["refuse_changed_rows", "repair"]
 
 _CHUNK = 1 << 20
 
@@ -93,6 +96,11 @@ class PendingRepair:
     what: str  # one of REPAIRS
 
     @property
+    def waiting(self) -> bool:
+        """A row another collector appended, for ``import`` to adopt (REC-86)."""
+        return self.what == ADOPT
+
+    @property
     def fix(self) -> str:
         """What a writer's open does with it, in plain words."""
         return REPAIRS.get(self.what, "a writer's open repairs it")
@@ -112,6 +120,7 @@ REPAIRS = {
     TORN: "a writer's open cuts it back and saves its bytes in the ledger folder",
     NO_NEWLINE: "a writer's open appends the newline and keeps the row",
     NEWLINE_FOUND: "a writer's open records it",
+    ADOPT: "`rollout-ledger import OUT` adopts it",
 }
 
 
@@ -242,7 +251,7 @@ def pending_repairs(
         if found.newline_found is not None:  # after the recorded row, a line up
             pending.append(PendingRepair(found.file, line - 1, NEWLINE_FOUND))
         for data in found.rows:
-            what = UNRECORDED if data.strip() else BLANK_BETWEEN
+            what = _kind_of(data)
             pending.append(PendingRepair(found.file, line, what))
             line += 1
         if found.newline_at is not None:  # REC-83: the last row, kept
@@ -255,6 +264,33 @@ def pending_repairs(
         if found.torn:
             pending.append(PendingRepair(found.file, line, TORN))
     return pending
+
+
+def _kind_of(data: bytes) -> str:
+    if not data.strip():
+        return BLANK_BETWEEN
+    # REC-86: no run id: another collector's row, for `import` to adopt.
+    return ADOPT if without_ledger(data) else UNRECORDED
+
+
+def refuse_changed_rows(paths: RunPaths, file: str, locations: Locations) -> None:
+    """R-7: refuse when a recorded row of ``file`` is no longer as recorded.
+
+    Every recorded row is read and hashed: an edit in place keeps the file's
+    length and line count, which the open's cheaper check trusts.
+    """
+    path = paths.folder / file
+    if not refuse_irregular(path):
+        return  # a missing file with rows in it is find_unrecorded's to name
+    changed = _changed(path, file, path.stat().st_size, locations)
+    if changed is not None:
+        raise CorruptLedger(
+            f"line {changed} of {file} no longer holds the row the ledger recorded "
+            "there: rows were edited; run `rollout-ledger verify`, and restore the "
+            "file from a backup",
+            path=path,
+            line=changed,
+        )
 
 
 def _decode_line(found: Unrecorded, number: int, data: bytes) -> dict[str, object]:
@@ -333,6 +369,18 @@ def repair(
     found = list(find_unrecorded(paths, recorder.index, locations))
     if not found:
         return 0
+    for unrecorded in found:  # a blank line between rows is refused first
+        for number, data in enumerate(unrecorded.rows):
+            if not data.strip():
+                _decode_line(unrecorded, number, data)
+    waiting = waiting_in((u.file, u.first_line, u.rows) for u in found)
+    if waiting:  # REC-86: not a crash's leftovers; `import` adopts them
+        raise IdentityMismatch(
+            f"{adopt_advice(str(paths.out), waiting)}, then run this command "
+            "again; nothing was changed",
+            path=waiting[0].file,
+            line=waiting[0].first_line,
+        )
     prepared = _prepare_rows(recorder, found)  # refuses before anything changes
     tails = [_tail_repair(paths, unrecorded) for unrecorded in found]
     appended = 0
