@@ -17,8 +17,9 @@ value an innocent ``${oc.env:DB_URL}``, a default, ``oc.select``, ``oc.decode``
 or ``oc.create`` brought in: ID-12 holds for values, not only names); semantic
 file-valued settings digested (ID-9).
 
-Rows seed the selection with the agents their ``agent_ref.name`` names. Rows
-that name no agent fall back to the collection's ``agent_name``; with neither,
+Rows seed the selection with the agents their ``agent_ref.name`` names and the
+environment servers their ``_ng_environment_server`` names (ID-41). Rows that
+name no server fall back to the collection's ``agent_name``; with neither,
 every server is part of the identity.
 """
 
@@ -28,7 +29,7 @@ import hashlib
 import json
 import logging
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from ledger.errors import ConfigError
@@ -48,6 +49,7 @@ from ledger.identity.resolve import ConfigContext
 from ledger.identity.servers import Reference, reachable_servers, server_blocks
 
 __all__ = [
+    "ENVIRONMENT_FIELD",
     "IDENTITY_SCHEME",
     "IdentityInputs",
     "config_identity",
@@ -58,6 +60,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger("ledger")
+
+#: The row field naming the environment server a row was routed through (ID-41).
+ENVIRONMENT_FIELD = "_ng_environment_server"
 
 #: The identity algorithm of this module (the manifest's ``identity_scheme``).
 IDENTITY_SCHEME = 1
@@ -93,20 +98,24 @@ def _mapping(value: Any, name: str) -> dict[str, Any]:
     return plain
 
 
-def _row_seed(index: int, row: Any) -> Reference | None:
-    ref = row.get("agent_ref") if isinstance(row, Mapping) else None
+def _row_seeds(index: int, row: Any) -> Iterator[Reference]:
+    if not isinstance(row, Mapping):
+        return
+    ref = row.get("agent_ref")
     name = ref.get("name") if isinstance(ref, Mapping) else None
-    if not isinstance(name, str):
-        return None
-    kind = ref.get("type") if isinstance(ref, Mapping) else None
-    return name, kind if kind in SERVER_KINDS else None, f"row {index} agent_ref.name"
+    if isinstance(name, str) and isinstance(ref, Mapping):
+        kind = ref.get("type")
+        yield name, kind if kind in SERVER_KINDS else None, f"row {index} agent_ref.name"
+    # ID-41: the environment server 0.7.0 routed the row through.
+    environment = row.get(ENVIRONMENT_FIELD)
+    if isinstance(environment, str):
+        yield environment, None, f"row {index} {ENVIRONMENT_FIELD}"
 
 
 def _seeds(rows: Iterable[Any], collection: Mapping[str, Any]) -> tuple[Reference, ...]:
     found: dict[tuple[str, str | None], Reference] = {}
     for index, row in enumerate(rows):
-        seed = _row_seed(index, row)
-        if seed is not None:
+        for seed in _row_seeds(index, row):
             found.setdefault(seed[:2], seed)
     agent = collection.get("agent_name")
     if not found and isinstance(agent, str):
