@@ -18,8 +18,8 @@ from typing import Any
 import msgspec
 
 from ledger import Clock, Ledger, RunManifest
-from ledger.identity.digest import ENVIRONMENT_FIELD
 from ledger.errors import ConfigError
+from ledger.identity.digest import ENVIRONMENT_FIELD
 from projections.state import RunState
 
 __all__ = ["current_manifest"]

@@ -105,7 +105,11 @@ def _row_seeds(index: int, row: Any) -> Iterator[Reference]:
     name = ref.get("name") if isinstance(ref, Mapping) else None
     if isinstance(name, str) and isinstance(ref, Mapping):
         kind = ref.get("type")
-        yield name, kind if kind in SERVER_KINDS else None, f"row {index} agent_ref.name"
+        yield (
+            name,
+            kind if kind in SERVER_KINDS else None,
+            f"row {index} agent_ref.name",
+        )
     # ID-41: the environment server 0.7.0 routed the row through.
     environment = row.get(ENVIRONMENT_FIELD)
     if isinstance(environment, str):

@@ -145,7 +145,9 @@ def _routes_to(
         except ConfigError:
             resolved[name] = None
     settings = resolved[name]
-    found = _references(name, settings if settings is not None else blocks[name], blocks)
+    found = _references(
+        name, settings if settings is not None else blocks[name], blocks
+    )
     routes = any(route and ref[0] in selected for ref, route in found)
     if routes and settings is None:
         _resolved_server(blocks, name, resolve)  # raises the ConfigError
