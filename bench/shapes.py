@@ -92,7 +92,11 @@ def shapes_070(folder: Path | None = None) -> Shapes:
     """
     folder = folder or fixtures_070_dir()
     runs = sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
-    inputs, results, masked, failures, terminal = [], [], [], [], []
+    inputs: list[Row] = []
+    results: list[Row] = []
+    masked: list[Row] = []
+    failures: list[Row] = []
+    terminal: list[Row] = []
     stages: dict[tuple[str, int, int], list[Row]] = {}
     for run in runs:
         inputs += [
