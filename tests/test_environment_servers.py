@@ -13,6 +13,7 @@ servers, so the ``demo_env`` block is written here, in the shape 0.7.0 reads
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -351,3 +352,65 @@ def test_id_41_cli_create_refuses_rows_naming_an_unconfigured_environment_server
     assert result.exit_code == 3
     assert "'demo_env'" in result.stderr
     assert "_ng_environment_server" in result.stderr
+
+
+# --- runs created before environment servers counted --------------------------------
+
+
+@pytest.fixture
+def earlier_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> EnvRun:
+    """A run of agent-routed rows whose identity was taken before ID-41.
+
+    Made by creating it while the manifest computes identities as they were
+    computed then (``environments=False``): its saved identity lacks demo_env.
+    """
+    import ledger.identity.manifest as manifest_module
+
+    earlier = functools.partial(manifest_module.identity_of, environments=False)
+    run = EnvRun(tmp_path, ROUTED)
+    with monkeypatch.context() as patch:
+        patch.setattr(manifest_module, "identity_of", earlier)
+        run.create(environment())
+    saved = json.loads(
+        (run.out.parent / "rollouts_ledger" / "identity.json").read_text()
+    )
+    assert "demo_env" not in saved["servers"]
+    return run
+
+
+def test_id_41_an_earlier_run_with_the_same_configuration_adopts_the_new_identity(
+    earlier_run: EnvRun,
+) -> None:
+    """ID-41, REC-57: not refused for servers only the new selection reaches."""
+    env = environment()
+    result = earlier_run.invoke(
+        "resume",
+        earlier_run.out,
+        *earlier_run.config_args(env),
+        "--plan-out",
+        earlier_run.folder / "plan.jsonl",
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "before environment servers counted" in result.stderr
+    saved = json.loads(
+        (earlier_run.out.parent / "rollouts_ledger" / "identity.json").read_text()
+    )
+    assert "demo_env" in saved["servers"]  # adopted: compared from now on
+    changed = with_setting(env, "demo_env", "scenario", "workplace_hard")
+    refused = earlier_run.invoke(
+        "resume", earlier_run.out, *earlier_run.config_args(changed), "--dry-run"
+    )
+    assert refused.exit_code == 3
+    assert f"{ENV_KEY}.scenario" in refused.stderr
+
+
+def test_id_41_an_earlier_run_still_refuses_a_changed_setting(
+    earlier_run: EnvRun,
+) -> None:
+    """ID-41: adoption covers the selection only, never a changed setting."""
+    env = with_setting(environment(), AGENT, "max_steps", 12)
+    result = earlier_run.invoke(
+        "resume", earlier_run.out, *earlier_run.config_args(env), "--dry-run"
+    )
+    assert result.exit_code == 3, result.stderr
+    assert f"{AGENT_KEY}.max_steps: saved 6, now 12" in result.stderr

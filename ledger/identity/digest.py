@@ -36,7 +36,7 @@ from ledger.errors import ConfigError
 from ledger.identity import registries
 from ledger.identity.credentials import Redactor
 from ledger.identity.drift import classify_key
-from ledger.identity.key_tables import PLACEMENT_KEYS, SERVER_KINDS
+from ledger.identity.key_tables import ENVIRONMENT_KIND, PLACEMENT_KEYS, SERVER_KINDS
 from ledger.identity.key_words import join_key
 from ledger.identity.normalize import (
     drop_nulls,
@@ -71,21 +71,33 @@ IDENTITY_SCHEME = 1
 class IdentityInputs:
     """The plain configurations and server seeds an identity is computed from.
 
-    Held in memory only: they may hold credentials (ID-14), so their ``repr``
-    shows none of them.
+    ``earlier_seeds`` are the seeds before environment servers were part of a
+    run (the rows' agents alone), for the identity a run created then recorded
+    (ID-41). Held in memory only: they may hold credentials (ID-14), so their
+    ``repr`` shows none of them.
     """
 
-    __slots__ = ("collection", "global_config", "seeds")
+    __slots__ = ("collection", "earlier_seeds", "global_config", "seeds")
 
     def __init__(
         self,
         collection: dict[str, Any],
         global_config: dict[str, Any],
         seeds: tuple[Reference, ...],
+        earlier_seeds: tuple[Reference, ...] | None = None,
     ) -> None:
         self.collection = collection
         self.global_config = global_config
         self.seeds = seeds
+        self.earlier_seeds = seeds if earlier_seeds is None else earlier_seeds
+
+    def environments_matter(self) -> bool:
+        """Whether ID-41 may select other servers than before: rows name an
+        environment server, or the configuration has one."""
+        return self.seeds != self.earlier_seeds or any(
+            isinstance(value, Mapping) and ENVIRONMENT_KIND in value
+            for value in self.global_config.values()
+        )
 
     def __repr__(self) -> str:
         return f"IdentityInputs(<{len(self.global_config)} global keys, in memory>)"
@@ -116,15 +128,27 @@ def _row_seeds(index: int, row: Any) -> Iterator[Reference]:
         yield environment, None, f"row {index} {ENVIRONMENT_FIELD}"
 
 
-def _seeds(rows: Iterable[Any], collection: Mapping[str, Any]) -> tuple[Reference, ...]:
+def _seeds(
+    rows: Iterable[Any], collection: Mapping[str, Any]
+) -> tuple[tuple[Reference, ...], tuple[Reference, ...]]:
+    """The seeds of ID-3 and ID-41, and those of ID-3 alone (the earlier ones)."""
     found: dict[tuple[str, str | None], Reference] = {}
+    agents: dict[tuple[str, str | None], Reference] = {}
     for index, row in enumerate(rows):
         for seed in _row_seeds(index, row):
             found.setdefault(seed[:2], seed)
-    agent = collection.get("agent_name")
-    if not found and isinstance(agent, str):
-        return ((agent, None, "agent_name"),)
-    return tuple(found[key] for key in sorted(found, key=str))
+            if not seed[2].endswith(ENVIRONMENT_FIELD):
+                agents.setdefault(seed[:2], seed)
+
+    def chosen(
+        named: dict[tuple[str, str | None], Reference],
+    ) -> tuple[Reference, ...]:
+        agent = collection.get("agent_name")
+        if not named and isinstance(agent, str):
+            return ((agent, None, "agent_name"),)
+        return tuple(named[key] for key in sorted(named, key=str))
+
+    return chosen(found), chosen(agents)
 
 
 def identity_inputs(
@@ -132,10 +156,9 @@ def identity_inputs(
 ) -> IdentityInputs:
     """The plain inputs of :func:`identity_of` (ID-2, ID-3's seeds)."""
     collection = _mapping(config, "collection configuration")
+    seeds, earlier = _seeds(rows, collection)
     return IdentityInputs(
-        collection,
-        _mapping(global_config, "global configuration"),
-        _seeds(rows, collection),
+        collection, _mapping(global_config, "global configuration"), seeds, earlier
     )
 
 
@@ -192,9 +215,14 @@ def _with_file_values(identity: dict[str, Any]) -> dict[str, Any]:
 
 
 def identity_of(
-    inputs: IdentityInputs, *, credential_safe: bool = True
+    inputs: IdentityInputs, *, credential_safe: bool = True, environments: bool = True
 ) -> dict[str, Any]:
-    """The identity document of plain inputs (ID-1); see :func:`config_identity`."""
+    """The identity document of plain inputs (ID-1); see :func:`config_identity`.
+
+    ``environments=False`` gives the identity as it was taken before
+    environment servers were part of a run (ID-41): the rows' agents alone
+    seed the walk, and no environment server is reached by routing.
+    """
     refuse_directives(inputs.global_config, where="global configuration")
     refuse_directives(inputs.collection, where="collection configuration")
     redactor = (
@@ -206,8 +234,11 @@ def identity_of(
     global_config = _prepared(inputs.global_config, redactor)
     context = ConfigContext({**global_config, **collection}, redactor=redactor)
     blocks = server_blocks(global_config)
-    seeds = inputs.seeds or tuple((name, None, name) for name in sorted(blocks))
-    selected = reachable_servers(blocks, seeds, context.resolve)
+    seeds = inputs.seeds if environments else inputs.earlier_seeds
+    seeds = seeds or tuple((name, None, name) for name in sorted(blocks))
+    selected = reachable_servers(
+        blocks, seeds, context.resolve, environments=environments
+    )
     identity: dict[str, Any] = {
         "scheme": IDENTITY_SCHEME,
         "collection": _collection(context, collection),

@@ -155,20 +155,28 @@ def _routes_to(
 
 
 def reachable_servers(
-    blocks: ServerBlocks, seeds: Iterable[Reference], resolve: Resolve
+    blocks: ServerBlocks,
+    seeds: Iterable[Reference],
+    resolve: Resolve,
+    *,
+    environments: bool = True,
 ) -> dict[str, dict[str, dict[str, Any]]]:
     """The reachable servers' resolved blocks (ID-3, ID-41).
 
     The walk goes breadth-first along references from the seeds; then each
     environment server routing rows to a reached server is added and walked
-    from, until none is left.
+    from, until none is left. ``environments=False`` walks as before ID-41:
+    mappings only, and no environment server reached by routing.
 
     Raises:
         ConfigError: a referenced server is missing or lacks the referenced kind.
     """
     queue = deque(_check(blocks, seed) for seed in seeds)
     selected: dict[str, dict[str, dict[str, Any]]] = {}
-    environments = [name for name in blocks if ENVIRONMENT_KIND in blocks[name]]
+    known: Container[str] = blocks if environments else ()
+    routers = (
+        [n for n in blocks if ENVIRONMENT_KIND in blocks[n]] if environments else []
+    )
     resolved: dict[str, dict[str, dict[str, Any]] | None] = {}
     while queue:
         while queue:
@@ -177,11 +185,11 @@ def reachable_servers(
                 continue
             settings = resolved.get(name)
             selected[name] = settings or _resolved_server(blocks, name, resolve)
-            for reference, _ in _references(name, selected[name], blocks):
+            for reference, _ in _references(name, selected[name], known):
                 queue.append(_check(blocks, reference))
         queue.extend(
             name
-            for name in environments
+            for name in routers
             if name not in selected
             and _routes_to(blocks, name, selected, resolve, resolved)
         )
