@@ -19,7 +19,6 @@ import msgspec
 
 from ledger import Clock, Ledger, RunManifest
 from ledger.errors import ConfigError
-from ledger.identity.digest import ENVIRONMENT_FIELD
 from projections.state import RunState
 
 __all__ = ["current_manifest"]
@@ -92,7 +91,7 @@ def _agents_and_digest(chunks: Iterable[bytes]) -> tuple[list[dict[str, Any]], s
         if isinstance(ref, dict):
             agents.setdefault(msgspec.json.encode(ref, order="sorted").decode(), ref)
     rows: list[dict[str, Any]] = [{"agent_ref": ref} for ref in agents.values()]
-    rows += [{ENVIRONMENT_FIELD: name} for name in environments]
+    rows += [{"_ng_environment_server": name} for name in environments]
     return rows, digest.hexdigest()
 
 

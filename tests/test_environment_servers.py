@@ -24,6 +24,7 @@ from omegaconf import OmegaConf
 
 from cli import main
 from ledger import Clock, ConfigError, config_identity, drift, identity_digest
+from tests.internals import identity_manifest
 from tests.prerequisites import (
     CONFIGS_ENV,
     nemo_gym_configs,
@@ -364,12 +365,10 @@ def earlier_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> EnvRun:
     Made by creating it while the manifest computes identities as they were
     computed then (``environments=False``): its saved identity lacks demo_env.
     """
-    import ledger.identity.manifest as manifest_module
-
-    earlier = functools.partial(manifest_module.identity_of, environments=False)
+    earlier = functools.partial(identity_manifest.identity_of, environments=False)
     run = EnvRun(tmp_path, ROUTED)
     with monkeypatch.context() as patch:
-        patch.setattr(manifest_module, "identity_of", earlier)
+        patch.setattr(identity_manifest, "identity_of", earlier)
         run.create(environment())
     saved = json.loads(
         (run.out.parent / "rollouts_ledger" / "identity.json").read_text()
