@@ -154,7 +154,7 @@ def _compare_config(state: RunState, current: RunManifest) -> _Config:
         operational = tuple(k for k in found.operational if k not in ignored)
         result = Drift(semantic=semantic, operational=operational)
         if semantic and _selection_only(semantic, current, saved_digest):
-            return _Config(adopted=True, warnings=(_EARLIER_SELECTION,))
+            return _Config(drift=result, adopted=True, warnings=(_EARLIER_SELECTION,))
         if semantic:
             return _Config(_semantic_refusal(semantic, operational, saved, now), result)
         warning = f"operational drift accepted: {', '.join(operational) or '(none)'}"

@@ -382,6 +382,9 @@ def test_id_41_an_earlier_run_with_the_same_configuration_adopts_the_new_identit
 ) -> None:
     """ID-41, REC-57: not refused for servers only the new selection reaches."""
     env = environment()
+    shown = earlier_run.diff_config(env)
+    assert "  servers.demo_env: saved (absent), now {" in shown
+    assert shown.endswith("resume would adopt the current identity\n")
     result = earlier_run.invoke(
         "resume",
         earlier_run.out,
