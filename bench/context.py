@@ -39,6 +39,8 @@ class Data:
     resume_run: Path | None = None  # P-4: OUT of a run sized like the fixtures, killed
     resume_closed: Path | None = None  # P-4: the same run after a clean close
     replay_log: Path | None = None  # P-3, P-5: OUT of a run of ~1M events
+    ng07_run: Path | None = None  # NG07: OUT of 0.7.0-shaped rows, no ledger
+    ng07_older: Path | None = None  # NG07: the same plan in older rows, no ledger
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import Any
 from bench import incumbent
 from bench.context import Data
 from bench.recorder_rate import recorder_stream
-from bench.rowpool import RowPool, fixture_pool
+from bench.rowpool import REPO_ROOT, RowPool, fixture_pool
 from bench.runs import (
     BuiltRun,
     build_run,
@@ -20,6 +20,7 @@ from bench.runs import (
     write_stream,
 )
 from bench.scenario import make_plan
+from bench.shapes import Shapes, Written, older_shapes, shapes_070, write_run
 from bench.sizes import GROUP, Sizes
 from bench.targets import Target
 
@@ -82,7 +83,7 @@ def prepare(
         needs.add("replay_log")
     pool = (
         fixture_pool(seed=seed)
-        if needs & {"stream", "resume_run", "replay_log"}
+        if needs & {"stream", "resume_run", "replay_log", "ng07"}
         else None
     )
     if pool is not None:
@@ -121,6 +122,8 @@ def prepare(
             "its release and saved the snapshot of the head), made in "
             f"{time.perf_counter() - started:.1f} s"
         )
+    if "ng07" in needs and pool is not None:
+        notes += _ng07(data, sizes, workdir, trimmed(pool), seed=seed, log=log)
     if "replay_snapshot" in needs:
         started = time.perf_counter()
         head = resume_cleanly(data["replay_log"])
@@ -129,6 +132,39 @@ def prepare(
             f"{time.perf_counter() - started:.1f} s"
         )
     return Data(**data), notes
+
+
+def _ng07(
+    data: dict[str, Path],
+    sizes: Sizes,
+    workdir: Path,
+    pool: RowPool,
+    *,
+    seed: int,
+    log: Log,
+) -> list[str]:
+    """Issue 15: one plan written as 0.7.0's rows and as older rows, no ledger."""
+    plan = make_plan(sizes.resume_rollouts, seed=seed)
+    notes = []
+    sides: tuple[tuple[str, Shapes], ...] = (
+        ("ng07_run", shapes_070()),
+        ("ng07_older", older_shapes(pool)),
+    )
+    for name, shapes in sides:
+        log(f"writing the {name} ({sizes.resume_rollouts} rollouts) ...")
+        started = time.perf_counter()
+        written: Written = write_run(
+            workdir / name / "rollouts.jsonl", plan, shapes, seed=seed
+        )
+        data[name] = written.out
+        source = shapes.source.replace(str(REPO_ROOT.parent), "..")
+        notes.append(
+            f"{name}: {written.rollouts} rollouts, {written.main_rows} rows in OUT, "
+            f"{written.sidecar_rows} in the sidecar, {written.bytes / 2**20:.0f} MiB "
+            f"of collector files and no ledger (rows from {source}), written "
+            f"in {time.perf_counter() - started:.1f} s"
+        )
+    return notes
 
 
 def _runs(

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from bench.appends import p1_baseline, p1_ours, p2_baseline, p2_ours
 from bench.child import Measure
 from bench.help_time import p6_baseline, p6_ours
+from bench.import_decide import ng07_baseline, ng07_ours
 from bench.recorder_rate import p7_baseline, p7_ours
 from bench.replay_rate import p3_baseline
 from bench.replay_time import p3_ours, p5_baseline, p5_ours
@@ -146,6 +147,21 @@ TARGETS: tuple[Target, ...] = (
         threshold=0.2,
         at_least=True,
         needs=("recorder_events",),
+    ),
+    # Issue 15, not a quality.md target: 0.7.0's rows and the rules reading
+    # them must cost nothing measurable on import and decide. 1.2x is the
+    # noise of this path on a shared 2-core machine.
+    Target(
+        id="NG07",
+        what="import + decide (status) of a run of NeMo Gym 0.7.0 rows, no ledger "
+        "/ the same plan and size in older rows (P-4's)",
+        unit=SECONDS,
+        ours=ng07_ours,
+        baseline=ng07_baseline,
+        threshold=1.2,
+        at_least=False,
+        needs=("ng07",),
+        heavy=True,
     ),
 )
 

@@ -2,8 +2,9 @@
 
 Built from the run's materialized inputs without parsing them whole (P-4): the
 file is hashed as it is read (in large chunks), and each line is decoded only
-for its ``agent_ref`` (what the identity's server selection needs, ID-3), kept
-as its JSON bytes, so each distinct reference is built once.
+for its ``agent_ref`` and ``_ng_environment_server`` (what the identity's
+server selection needs, ID-3, ID-41), kept as their JSON bytes, so each
+distinct reference is built once.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ __all__ = ["current_manifest"]
 
 class _AgentOnly(msgspec.Struct):
     agent_ref: msgspec.Raw = msgspec.Raw(b"null")
+    environment: msgspec.Raw = msgspec.field(
+        default=msgspec.Raw(b"null"), name="_ng_environment_server"
+    )
 
 
 _AGENT_DECODER = msgspec.json.Decoder(_AgentOnly)
@@ -65,20 +69,30 @@ def _lines(chunks: Iterable[bytes], digest: Any) -> Iterator[bytes | memoryview]
 def _agents_and_digest(chunks: Iterable[bytes]) -> tuple[list[dict[str, Any]], str]:
     digest = hashlib.sha256()
     agents: dict[str, dict[str, Any]] = {}
+    environments: dict[str, None] = {}  # ID-41, in the order first met
     seen: set[bytes] = set()  # agent_ref values met, as their JSON bytes
+    seen_environments: set[bytes] = set()
     for line in _lines(chunks, digest):
         try:
-            raw = _AGENT_DECODER.decode(line).agent_ref
+            decoded = _AGENT_DECODER.decode(line)
         except (msgspec.DecodeError, RecursionError):
             continue  # the digest check (REC-55) reports a changed file
-        data = bytes(raw)
+        environment = bytes(decoded.environment)
+        if environment not in seen_environments:
+            seen_environments.add(environment)
+            name = msgspec.json.decode(environment)
+            if isinstance(name, str):
+                environments.setdefault(name)
+        data = bytes(decoded.agent_ref)
         if data in seen:  # the same bytes decode to the same reference
             continue
         seen.add(data)
         ref = msgspec.json.decode(data)
         if isinstance(ref, dict):
             agents.setdefault(msgspec.json.encode(ref, order="sorted").decode(), ref)
-    return [{"agent_ref": ref} for ref in agents.values()], digest.hexdigest()
+    rows: list[dict[str, Any]] = [{"agent_ref": ref} for ref in agents.values()]
+    rows += [{"_ng_environment_server": name} for name in environments]
+    return rows, digest.hexdigest()
 
 
 def _source(ledger: Ledger, state: RunState, source: Path | str | None) -> Path | None:

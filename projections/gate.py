@@ -17,6 +17,7 @@ from ledger.events import DriftAccepted, Event, IdentityAdopted, IdentityOverrid
 from ledger.identity.digest import identity_digest
 from ledger.identity.drift import Drift, drift
 from ledger.identity.forms import added_at_default
+from ledger.identity.key_words import split_key
 from ledger.identity.normalize import get_path, has_path
 from projections.state import RunState
 
@@ -115,6 +116,23 @@ def _inputs_refusal(state: RunState, current: RunManifest) -> IdentityMismatch |
     )
 
 
+_EARLIER_SELECTION = (
+    "the run's identity was taken before environment servers counted as part of a "
+    "run; the configuration is the same, so its current identity is adopted"
+)
+
+
+def _selection_only(
+    semantic: tuple[str, ...], current: RunManifest, saved_digest: str
+) -> bool:
+    """Whether only whole servers differ, and the saved identity is the current
+    configuration's as taken before environment servers counted (ID-41)."""
+    servers = all(len(split_key(key)) == 2 for key in semantic) and all(
+        key.startswith("servers.") for key in semantic
+    )
+    return servers and current.matches_config(saved_digest)
+
+
 class _Config(msgspec.Struct, frozen=True):
     refusal: IdentityMismatch | None = None
     drift: Drift | None = None
@@ -135,6 +153,8 @@ def _compare_config(state: RunState, current: RunManifest) -> _Config:
         semantic = tuple(k for k in found.semantic if k not in ignored)
         operational = tuple(k for k in found.operational if k not in ignored)
         result = Drift(semantic=semantic, operational=operational)
+        if semantic and _selection_only(semantic, current, saved_digest):
+            return _Config(drift=result, adopted=True, warnings=(_EARLIER_SELECTION,))
         if semantic:
             return _Config(_semantic_refusal(semantic, operational, saved, now), result)
         warning = f"operational drift accepted: {', '.join(operational) or '(none)'}"

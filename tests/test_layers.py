@@ -138,6 +138,11 @@ LEDGER_INTERNALS: dict[str, tuple[frozenset[str], str]] = {
         frozenset({"added_at_default"}),
         "the gate lets a key added at its default pass as unchanged (REC-53)",
     ),
+    "ledger.identity.key_words": (
+        frozenset({"split_key"}),
+        "the gate tells a whole server from one of its settings, for a run whose "
+        "identity was taken before environment servers counted (ID-41)",
+    ),
     "ledger.files": (
         frozenset({"canonical_json"}),
         "the bytes of a published JSON file (EV-31), which publish writes and "

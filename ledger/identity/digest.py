@@ -17,8 +17,9 @@ value an innocent ``${oc.env:DB_URL}``, a default, ``oc.select``, ``oc.decode``
 or ``oc.create`` brought in: ID-12 holds for values, not only names); semantic
 file-valued settings digested (ID-9).
 
-Rows seed the selection with the agents their ``agent_ref.name`` names. Rows
-that name no agent fall back to the collection's ``agent_name``; with neither,
+Rows seed the selection with the agents their ``agent_ref.name`` names and the
+environment servers their ``_ng_environment_server`` names (ID-41). Rows that
+name no server fall back to the collection's ``agent_name``; with neither,
 every server is part of the identity.
 """
 
@@ -28,14 +29,14 @@ import hashlib
 import json
 import logging
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from ledger.errors import ConfigError
 from ledger.identity import registries
 from ledger.identity.credentials import Redactor
 from ledger.identity.drift import classify_key
-from ledger.identity.key_tables import PLACEMENT_KEYS, SERVER_KINDS
+from ledger.identity.key_tables import ENVIRONMENT_KIND, PLACEMENT_KEYS, SERVER_KINDS
 from ledger.identity.key_words import join_key
 from ledger.identity.normalize import (
     drop_nulls,
@@ -48,6 +49,7 @@ from ledger.identity.resolve import ConfigContext
 from ledger.identity.servers import Reference, reachable_servers, server_blocks
 
 __all__ = [
+    "ENVIRONMENT_FIELD",
     "IDENTITY_SCHEME",
     "IdentityInputs",
     "config_identity",
@@ -59,6 +61,9 @@ __all__ = [
 
 logger = logging.getLogger("ledger")
 
+#: The row field naming the environment server a row was routed through (ID-41).
+ENVIRONMENT_FIELD = "_ng_environment_server"
+
 #: The identity algorithm of this module (the manifest's ``identity_scheme``).
 IDENTITY_SCHEME = 1
 
@@ -66,21 +71,33 @@ IDENTITY_SCHEME = 1
 class IdentityInputs:
     """The plain configurations and server seeds an identity is computed from.
 
-    Held in memory only: they may hold credentials (ID-14), so their ``repr``
-    shows none of them.
+    ``earlier_seeds`` are the seeds before environment servers were part of a
+    run (the rows' agents alone), for the identity a run created then recorded
+    (ID-41). Held in memory only: they may hold credentials (ID-14), so their
+    ``repr`` shows none of them.
     """
 
-    __slots__ = ("collection", "global_config", "seeds")
+    __slots__ = ("collection", "earlier_seeds", "global_config", "seeds")
 
     def __init__(
         self,
         collection: dict[str, Any],
         global_config: dict[str, Any],
         seeds: tuple[Reference, ...],
+        earlier_seeds: tuple[Reference, ...] | None = None,
     ) -> None:
         self.collection = collection
         self.global_config = global_config
         self.seeds = seeds
+        self.earlier_seeds = seeds if earlier_seeds is None else earlier_seeds
+
+    def environments_matter(self) -> bool:
+        """Whether ID-41 may select other servers than before: rows name an
+        environment server, or the configuration has one."""
+        return self.seeds != self.earlier_seeds or any(
+            isinstance(value, Mapping) and ENVIRONMENT_KIND in value
+            for value in self.global_config.values()
+        )
 
     def __repr__(self) -> str:
         return f"IdentityInputs(<{len(self.global_config)} global keys, in memory>)"
@@ -93,25 +110,45 @@ def _mapping(value: Any, name: str) -> dict[str, Any]:
     return plain
 
 
-def _row_seed(index: int, row: Any) -> Reference | None:
-    ref = row.get("agent_ref") if isinstance(row, Mapping) else None
+def _row_seeds(index: int, row: Any) -> Iterator[Reference]:
+    if not isinstance(row, Mapping):
+        return
+    ref = row.get("agent_ref")
     name = ref.get("name") if isinstance(ref, Mapping) else None
-    if not isinstance(name, str):
-        return None
-    kind = ref.get("type") if isinstance(ref, Mapping) else None
-    return name, kind if kind in SERVER_KINDS else None, f"row {index} agent_ref.name"
+    if isinstance(name, str) and isinstance(ref, Mapping):
+        kind = ref.get("type")
+        yield (
+            name,
+            kind if kind in SERVER_KINDS else None,
+            f"row {index} agent_ref.name",
+        )
+    # ID-41: the environment server 0.7.0 routed the row through.
+    environment = row.get(ENVIRONMENT_FIELD)
+    if isinstance(environment, str):
+        yield environment, None, f"row {index} {ENVIRONMENT_FIELD}"
 
 
-def _seeds(rows: Iterable[Any], collection: Mapping[str, Any]) -> tuple[Reference, ...]:
+def _seeds(
+    rows: Iterable[Any], collection: Mapping[str, Any]
+) -> tuple[tuple[Reference, ...], tuple[Reference, ...]]:
+    """The seeds of ID-3 and ID-41, and those of ID-3 alone (the earlier ones)."""
     found: dict[tuple[str, str | None], Reference] = {}
+    agents: dict[tuple[str, str | None], Reference] = {}
     for index, row in enumerate(rows):
-        seed = _row_seed(index, row)
-        if seed is not None:
+        for seed in _row_seeds(index, row):
             found.setdefault(seed[:2], seed)
-    agent = collection.get("agent_name")
-    if not found and isinstance(agent, str):
-        return ((agent, None, "agent_name"),)
-    return tuple(found[key] for key in sorted(found, key=str))
+            if not seed[2].endswith(ENVIRONMENT_FIELD):
+                agents.setdefault(seed[:2], seed)
+
+    def chosen(
+        named: dict[tuple[str, str | None], Reference],
+    ) -> tuple[Reference, ...]:
+        agent = collection.get("agent_name")
+        if not named and isinstance(agent, str):
+            return ((agent, None, "agent_name"),)
+        return tuple(named[key] for key in sorted(named, key=str))
+
+    return chosen(found), chosen(agents)
 
 
 def identity_inputs(
@@ -119,10 +156,9 @@ def identity_inputs(
 ) -> IdentityInputs:
     """The plain inputs of :func:`identity_of` (ID-2, ID-3's seeds)."""
     collection = _mapping(config, "collection configuration")
+    seeds, earlier = _seeds(rows, collection)
     return IdentityInputs(
-        collection,
-        _mapping(global_config, "global configuration"),
-        _seeds(rows, collection),
+        collection, _mapping(global_config, "global configuration"), seeds, earlier
     )
 
 
@@ -179,9 +215,14 @@ def _with_file_values(identity: dict[str, Any]) -> dict[str, Any]:
 
 
 def identity_of(
-    inputs: IdentityInputs, *, credential_safe: bool = True
+    inputs: IdentityInputs, *, credential_safe: bool = True, environments: bool = True
 ) -> dict[str, Any]:
-    """The identity document of plain inputs (ID-1); see :func:`config_identity`."""
+    """The identity document of plain inputs (ID-1); see :func:`config_identity`.
+
+    ``environments=False`` gives the identity as it was taken before
+    environment servers were part of a run (ID-41): the rows' agents alone
+    seed the walk, and no environment server is reached by routing.
+    """
     refuse_directives(inputs.global_config, where="global configuration")
     refuse_directives(inputs.collection, where="collection configuration")
     redactor = (
@@ -193,8 +234,11 @@ def identity_of(
     global_config = _prepared(inputs.global_config, redactor)
     context = ConfigContext({**global_config, **collection}, redactor=redactor)
     blocks = server_blocks(global_config)
-    seeds = inputs.seeds or tuple((name, None, name) for name in sorted(blocks))
-    selected = reachable_servers(blocks, seeds, context.resolve)
+    seeds = inputs.seeds if environments else inputs.earlier_seeds
+    seeds = seeds or tuple((name, None, name) for name in sorted(blocks))
+    selected = reachable_servers(
+        blocks, seeds, context.resolve, environments=environments
+    )
     identity: dict[str, Any] = {
         "scheme": IDENTITY_SCHEME,
         "collection": _collection(context, collection),

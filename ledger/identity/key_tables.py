@@ -14,6 +14,7 @@ from __future__ import annotations
 
 __all__ = [
     "CREDENTIAL_FRAGMENTS",
+    "ENVIRONMENT_KIND",
     "FILE_SUFFIXES",
     "FILE_VALUE_MAX_BYTES",
     "OPERATIONAL_FIRST_WORDS",
@@ -23,6 +24,8 @@ __all__ = [
     "PLACEMENT_KEYS",
     "REDACTED",
     "REFERENCE_KEYS",
+    "ROUTE_KEYS",
+    "ROUTE_KINDS",
     "RUNTIME_NAMES",
     "RUNTIME_SUFFIXES",
     "SERVER_KINDS",
@@ -106,6 +109,13 @@ REFERENCE_KEYS: frozenset[str] = frozenset(
         "environment_server",
     }
 )
+#: The reference settings and server kinds that route rows (ID-41): an
+#: environment server referencing a reached server this way is reached too,
+#: since rows go through it. A shared ``model_server`` routes nothing.
+ROUTE_KEYS: frozenset[str] = frozenset({"agent_server", "environment_server"})
+ROUTE_KINDS: frozenset[str] = frozenset({"responses_api_agents", "environment_servers"})
+#: The kind whose servers rows are routed through (ID-41).
+ENVIRONMENT_KIND = "environment_servers"
 #: A server block's placement, filled afresh by the launcher on every start (ID-7).
 PLACEMENT_KEYS: frozenset[str] = frozenset({"host", "port"})
 

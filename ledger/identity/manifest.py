@@ -8,6 +8,7 @@ only when a digest other than the current one is asked about.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import logging
@@ -303,9 +304,17 @@ class RunManifest(BaseModel):
                 base = identity_of(self._inputs, credential_safe=False)
             except ConfigError:
                 return frozenset()  # ID-37: skipped, never an error
-        if base is None:
-            return frozenset()
-        return frozenset(identity_digest(form) for form in earlier_forms(base))
+        bases = [] if base is None else [base]
+        if self._inputs.environments_matter():
+            # ID-41: and as taken before environment servers were part of a run.
+            # ID-37: a form that cannot be computed is skipped.
+            with contextlib.suppress(ConfigError):
+                bases.append(
+                    identity_of(self._inputs, credential_safe=safe, environments=False)
+                )
+        return frozenset(
+            identity_digest(form) for item in bases for form in earlier_forms(item)
+        )
 
 
 def _validation_summary(exc: ValidationError) -> str:
