@@ -43,6 +43,8 @@ class ResultSavedRawFacts(
     attempt: ev.NonNegative
     location: ev.Location
     facts: msgspec.Raw
+    stage_index: ev.NonNegative | None = None  # ROW-64
+    final_stage_index: ev.NonNegative | None = None
 
 
 class FailureSavedRawFacts(
@@ -56,6 +58,8 @@ class FailureSavedRawFacts(
     location: ev.Location
     sidecar_line: ev.NonNegative
     facts: msgspec.Raw
+    stage_index: ev.NonNegative | None = None  # ROW-64
+    final_stage_index: ev.NonNegative | None = None
 
 
 class ResultSavedLocation(msgspec.Struct, tag_field="kind", tag="result_saved"):

@@ -138,27 +138,45 @@ class AttemptsReleased(Event, tag="attempts_released", frozen=True, kw_only=True
     rejudge: tuple[AttemptKey, ...] = ()
 
 
-class AttemptReserved(Event, tag="attempt_reserved", frozen=True, kw_only=True):
-    """An attempt reserved durably before its request is sent."""
+class AttemptReserved(
+    Event, tag="attempt_reserved", frozen=True, kw_only=True, omit_defaults=True
+):
+    """An attempt reserved durably before its request is sent.
+
+    ``stage_index`` (ROW-64): the later stage of a multistage attempt this
+    reservation continues at; absent (and not encoded) otherwise.
+    """
 
     task: NonNegative
     rollout: NonNegative
     attempt: NonNegative
     run_id: str
+    stage_index: NonNegative | None = None
 
 
-class ResultSaved(Event, tag="result_saved", frozen=True, kw_only=True):
-    """A result row was written and flushed to ``OUT``."""
+class ResultSaved(
+    Event, tag="result_saved", frozen=True, kw_only=True, omit_defaults=True
+):
+    """A result row was written and flushed to ``OUT``.
+
+    ``stage_index`` and ``final_stage_index`` (ROW-64): the stage a multistage
+    row saves and its rollout's final stage; absent (and not encoded, so a
+    plain row's event keeps its bytes) otherwise.
+    """
 
     task: NonNegative
     rollout: NonNegative
     attempt: NonNegative
     location: Location
     facts: RowFacts
+    stage_index: NonNegative | None = None
+    final_stage_index: NonNegative | None = None
 
 
-class FailureSaved(Event, tag="failure_saved", frozen=True, kw_only=True):
-    """A failure row was written to the sidecar."""
+class FailureSaved(
+    Event, tag="failure_saved", frozen=True, kw_only=True, omit_defaults=True
+):
+    """A failure row was written to the sidecar (stage fields: ``ResultSaved``)."""
 
     task: NonNegative
     rollout: NonNegative
@@ -166,6 +184,8 @@ class FailureSaved(Event, tag="failure_saved", frozen=True, kw_only=True):
     location: Location
     sidecar_line: NonNegative
     facts: RowFacts
+    stage_index: NonNegative | None = None
+    final_stage_index: NonNegative | None = None
 
 
 class OmissionSaved(Event, tag="omission_saved", frozen=True, kw_only=True):

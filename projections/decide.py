@@ -240,7 +240,15 @@ def _decide(
     if outcome is None:
         return _PENDING
     budget = _Budget(limits, rollout)
-    if outcome.code < 0:  # REC-4: reserved without outcome, an unknown attempt
+    if outcome.code < 0:
+        if (
+            rollout.extras is not None
+            and rollout.next_stage(outcome.attempt) is not None
+        ):
+            # ROW-64: stages saved, the final one missing: unfinished, never
+            # complete; it continues at its first missing stage (plan).
+            return Decision("pending", outcome.attempt, "ROW-64", None, "unfinished")
+        # REC-4: reserved without outcome, an unknown attempt
         return budget.free_retry(outcome.attempt, "REC-20.1", None, "unknown")
     if _ACTION[outcome.code] == "omission":
         return _omission(rollout, outcome, budget, task_complete())

@@ -230,6 +230,11 @@ class _Trail:
         if rollout is None:
             return ()
         if isinstance(body, _OUTCOMES):
+            stage = body.stage_index if isinstance(body, ev.ResultSaved) else None
+            stages = rollout.stages
+            if stage is not None and stages is not None and stage in stages:
+                # ROW-64: a stage of one attempt, no duplicate, when it saved it
+                return () if stages[stage][1] == event.seq else ("duplicate",)
             first = rollout.outcomes.get(key[2])
             if first is None or first.seq != event.seq:
                 return ("duplicate",)  # REC-1: the first outcome stands

@@ -34,6 +34,7 @@ from ledger.files import open_regular
 from ledger.identity.secret_text import redact_secrets
 from ledger.rows.all_facts import row_facts
 from ledger.rows.kinds import omission_reason, row_route
+from ledger.rows.stages import stage_event_fields
 from ledger.rows.values import brief
 from ledger.store.materialize import index_entry
 
@@ -351,7 +352,11 @@ class OutcomeReader:
                 f"{BAD_ATTEMPT} from 0 to {MAX_ATTEMPT_INDEX} "
                 f"({brief(row.get('_ng_attempt_index'))})"
             )
-        return _body(row, key, attempt, _location(line, file), line, sidecar=sidecar)
+        staged = stage_event_fields(row)  # ROW-64: a multistage row's stage
+        if isinstance(staged, str):
+            return staged
+        where = _location(line, file)
+        return _body(row, key, attempt, where, line, sidecar=sidecar, **staged)
 
 
 def _location(line: RawLine, file: str) -> Location:
@@ -371,17 +376,19 @@ def _body(
     line: RawLine,
     *,
     sidecar: bool,
+    **staged: int,
 ) -> Event:
     fields = {"task": key[0], "rollout": key[1], "attempt": attempt}
     if not sidecar:
         # The event follows the file; the facts say what the row is, so a
         # failure an older build wrote to OUT is classified as a failure.
-        return ResultSaved(**fields, location=location, facts=row_facts(row))
+        return ResultSaved(**fields, location=location, facts=row_facts(row), **staged)
     if row_route(row) == "omission":
         reason = omission_reason(row)
         return OmissionSaved(
             **fields, location=location, sidecar_line=line.number - 1, reason=reason
         )
+    facts, number = row_facts(row), line.number - 1
     return FailureSaved(
-        **fields, location=location, sidecar_line=line.number - 1, facts=row_facts(row)
+        **fields, location=location, sidecar_line=number, facts=facts, **staged
     )
