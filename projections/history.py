@@ -47,6 +47,7 @@ RULES = {
     "REC-20.5i": "failure",
     "REC-25": "approved rerun",
     "REC-35": "omission alongside completed tasks",
+    "ROW-64": "multistage rollout whose final stage is not saved",
 }
 
 
@@ -104,12 +105,20 @@ def _score(value: float | None) -> str:
 def _outcome(body: Any) -> str:
     facts = body.facts
     where = f"{body.location.file}@{body.location.offset}"
+    stage = _stage(body)
     if isinstance(body, ev.ResultSaved):
         masked = ", masked" if facts.masked else ""
-        return f"result, reward {_score(facts.reward)}{masked} ({where})"
+        return f"result{stage}, reward {_score(facts.reward)}{masked} ({where})"
     kind = facts.selected_kind or "unclassified"
     terminal = ", terminal" if facts.terminal else ""
-    return f"failure {kind}{terminal} (sidecar line {body.sidecar_line + 1})"
+    return f"failure {kind}{stage}{terminal} (sidecar line {body.sidecar_line + 1})"
+
+
+def _stage(body: ev.ResultSaved | ev.FailureSaved) -> str:
+    # ROW-64: a multistage row names its stage and its rollout's final stage.
+    if body.stage_index is None:
+        return ""
+    return f" at stage {body.stage_index} of {body.final_stage_index}"
 
 
 def _released(
@@ -150,7 +159,9 @@ _SUMMARIES: dict[type[Any], Callable[[Any], str]] = {
     ev.LegacyImported: lambda b: (
         f"imported {b.rows_imported} of {b.rows_read} rows ({b.rows_rejected} rejected)"
     ),
-    ev.AttemptReserved: lambda b: "reserved",
+    ev.AttemptReserved: lambda b: (
+        "reserved" if b.stage_index is None else f"reserved from stage {b.stage_index}"
+    ),
     ev.ResultSaved: _outcome,
     ev.FailureSaved: _outcome,
     ev.OmissionSaved: lambda b: f"omission{_reason(b.reason)}",

@@ -113,9 +113,15 @@ def test_row64_f04_import_counts_no_duplicate_for_later_stages(
     status = json.loads(_cli("status", out, "--json").stdout)
     assert status["coverage"]["totals"]["duplicates"] == 0
     with Ledger.open(out) as led:
-        marks = [entry.marks for entry in history(led).entries]
-    assert len(marks) == 5
-    assert all("duplicate" not in m for m in marks)
+        entries = history(led).entries
+        unfinished = history(led, task=0, rollout=1)
+    assert all("duplicate" not in entry.marks for entry in entries)
+    assert [e.summary.split(",")[0] for e in entries[2:]] == [
+        "result at stage 0 of 1",
+        "result at stage 1 of 1",
+        "result at stage 0 of 1",
+    ]
+    assert unfinished.why == "ROW-64 multistage rollout whose final stage is not saved"
 
 
 def test_row64_f04_the_final_stage_decides_the_score(tmp_path: Path) -> None:
