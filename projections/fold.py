@@ -16,10 +16,10 @@ from typing import Any
 
 from ledger import MAX_ATTEMPTS, facts_rules
 from ledger import events as ev
-from ledger.event_views import ResultSavedRawFacts
 from ledger.policy.model import RecoveryPolicy
 from ledger.rows.facts import RowFacts
 from projections.classify import CODES, OMISSION, classify
+from projections.stages import stage_reserved, stage_row
 from projections.state import (
     CODE_SHIFT,
     LATE,
@@ -215,6 +215,8 @@ class FoldStep:
             if not bits & RESERVED:
                 record.bits = bits | RESERVED
                 record.seq = record.seq or seq  # an outcome's seq stays
+            if body.stage_index is not None:  # ROW-64: a continuation
+                stage_reserved(rollout, body, seq)
 
     def _outcome(
         self, body: ev.ResultSaved | ev.FailureSaved, seq: int, at: str
@@ -228,13 +230,11 @@ class FoldStep:
         if rollout is None:
             return  # ID-40: rows of other keys never reach the log
         final = body.final_stage_index
-        if final is not None and _stage_only(rollout, body, seq, final):
-            return
+        if final is not None and stage_row(rollout, body, seq, final):
+            return  # ROW-64: a stage before the final one, saved (or not taken)
         record = self._first_of(rollout, body.attempt, seq)
         if record is None:
             return
-        if final is not None and type(body) in _RESULTS:
-            rollout.save_stage(final, body.attempt, seq)  # its final stage, saved
         code, grade, reward, kind, masked, wallclock = outcome
         # The branch code and the flags share one int (state.Attempt.bits).
         flags = record.bits & _FLAG_MASK | (MASKED if masked else 0)
@@ -299,31 +299,6 @@ class FoldStep:
                 judgment.reward = body.reward
                 judgment.outcome_seq = seq
                 judgment.failure_kind = body.failure_kind
-
-
-#: The bodies of a row routed to ``OUT`` (a saved stage, ROW-64).
-_RESULTS = frozenset({ev.ResultSaved, ResultSavedRawFacts})
-
-
-def _stage_only(rollout: RolloutState, body: Any, seq: int, final: int) -> bool:
-    """ROW-64: fold a multistage row; whether that was all (no outcome to take).
-
-    A result row of a stage before the final one saves that stage and leaves
-    its attempt unfinished; a second row of a saved stage is a duplicate
-    (REC-1); the final stage's result row, and a failure at any stage, is
-    the attempt's outcome, as any row is.
-    """
-    if type(body) not in _RESULTS:
-        return False  # a failed stage ends its attempt
-    stage = body.stage_index
-    if rollout.stages is not None and stage in rollout.stages:
-        rollout.duplicates += 1  # REC-1: a stage is saved once
-        return True
-    if stage == final:
-        return False
-    rollout.save_stage(stage, body.attempt, seq)
-    rollout.add_attempt(body.attempt)  # allocated: its later stages follow
-    return True
 
 
 def _grade(facts: RowFacts, policy: RecoveryPolicy) -> float | None:

@@ -53,6 +53,8 @@ class RolloutExtras(msgspec.Struct, array_like=True, omit_defaults=True, gc=Fals
     approvals: dict[int, int] | None = None  # attempt -> seq of its approval
     # ROW-64: stage -> (attempt, seq) of the row that saved it (multistage rows)
     stages: dict[int, tuple[int, int]] | None = None
+    # ROW-64: the latest continuation reserved: (attempt, stage, seq)
+    continued: tuple[int, int, int] | None = None
 
 
 class RolloutState(msgspec.Struct, array_like=True, omit_defaults=True, gc=False):
@@ -134,6 +136,15 @@ class RolloutState(msgspec.Struct, array_like=True, omit_defaults=True, gc=False
             return False
         extras.stages[stage] = (attempt, seq)
         return True
+
+    @property
+    def continued(self) -> tuple[int, int, int] | None:
+        """ROW-64: the latest continuation reserved, ``(attempt, stage, seq)``."""
+        return None if self.extras is None else self.extras.continued
+
+    def continue_at(self, attempt: int, stage: int, seq: int) -> None:
+        """ROW-64: ``attempt`` was reserved again to go on at ``stage``."""
+        self._extras().continued = (attempt, stage, seq)
 
     def next_stage(self, attempt: int | None = None) -> int | None:
         """ROW-64: the first stage not saved (``None`` when no stage is).

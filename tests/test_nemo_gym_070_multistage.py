@@ -284,6 +284,54 @@ def test_row64_recorded_stage_rows_are_one_attempt_and_continue_after_a_kill(
     assert coverage(state).to_dict()["totals"]["duplicates"] == 0
 
 
+def _first(plan_rows: list[Row]) -> Row:
+    return next(
+        r for r in plan_rows if (r["_ng_task_index"], r["_ng_rollout_index"]) == (0, 0)
+    )
+
+
+def test_row64_a_continuation_cut_off_goes_on_in_a_new_attempt_at_that_stage(
+    api_run: _Run,
+) -> None:
+    """ROW-64, REC-4, REC-2: a kill before the continued stage's row.
+
+    The continuation is an unknown attempt: the next resume releases the next
+    attempt at the same stage (stage 0 is never run again); a late row of the
+    cut continuation is superseded and saves nothing.
+    """
+    with api_run.ledger() as led:
+        first = _first(resume(led, api_run.config, api_run.servers).plan.dispatch)
+        led.reserve(first)
+        led.record(_stage_row(first, 0, 0.5))
+        going_on = _first(resume(led, api_run.config, api_run.servers).plan.dispatch)
+        led.reserve(going_on)  # then the collector is killed
+        # While it runs, a replan in the same process leaves it alone.
+        keys = {
+            (r["_ng_task_index"], r["_ng_rollout_index"]) for r in replan(led).dispatch
+        }
+        assert (0, 0) not in keys
+        assert (0, 1) in keys
+        retry = _first(resume(led, api_run.config, api_run.servers).plan.dispatch)
+        assert (retry["_ng_attempt_index"], retry["stage_index"]) == (1, 1)
+        decision = decide(replay(led), 0, 0)
+        assert (decision.value, decision.reason) == ("retry", "unknown")
+        led.reserve(retry)
+        led.record(_stage_row(retry, 1, 0.75))
+        led.record(_stage_row(going_on, 1, 0.1))  # the cut attempt's late row
+        state = replay(led)
+        rows = [r for r in result_rows(led).rows if r["_ng_task_index"] == 0]
+    done = decide(state, 0, 0)
+    assert (done.value, done.attempt, done.score) == ("complete", 1, 0.75)
+    totals = coverage(state).to_dict()["totals"]
+    assert (totals["duplicates"], totals["superseded"]) == (0, 1)
+    stages = [
+        (r["stage_index"], r["_ng_attempt_index"], r["reward"])
+        for r in rows
+        if r["_ng_rollout_index"] == 0
+    ]
+    assert stages == [(0, 0, 0.5), (1, 1, 0.75)]
+
+
 def test_row64_a_second_row_of_a_saved_stage_is_a_duplicate(api_run: _Run) -> None:
     """ROW-64, REC-1: a stage is saved once; its second row changes nothing."""
     with api_run.ledger() as led:
