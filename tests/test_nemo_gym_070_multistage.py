@@ -45,11 +45,12 @@ from projections import (
     result_rows,
     resume,
 )
+from tests.pg_support import PgRun, pg_run
 from tests.prerequisites import unavailable
 from tests.test_cli_support import CliRun, graded, read_jsonl, templates
 from tests.test_identity import nemo_configuration
 
-__all__ = ["templates"]
+__all__ = ["pg_run", "templates"]  # fixtures, imported for pytest
 
 F04 = (
     Path(__file__).resolve().parents[2]
@@ -330,6 +331,41 @@ def test_row64_a_continuation_cut_off_goes_on_in_a_new_attempt_at_that_stage(
         if r["_ng_rollout_index"] == 0
     ]
     assert stages == [(0, 0, 0.5), (1, 1, 0.75)]
+
+
+def test_row64_on_postgresql_two_workers_never_reserve_one_stage(
+    pg_run: PgRun,
+) -> None:
+    """ROW-64, SC-3: a continuation's stage is reserved once across workers."""
+    coordinator, one, two = pg_run.coordinator(), pg_run.worker(), pg_run.worker()
+    first = _first(
+        resume(coordinator, pg_run.config, pg_run.global_config).plan.dispatch
+    )
+    one.reserve(first)
+    one.record(_stage_row(first, 0, 0.5))
+    plan = resume(coordinator, pg_run.config, pg_run.global_config).plan
+    item = _first(plan.dispatch)
+    assert (item["_ng_attempt_index"], item["stage_index"]) == (0, 1)
+    one.reserve(dict(item))
+    with pytest.raises(ConfigError, match="a stage is reserved once"):
+        two.reserve(dict(item))
+    # The store's own check, in the appending transaction (what a worker whose
+    # index had not caught up would meet).
+    again = events.AttemptReserved(
+        task=0, rollout=0, attempt=0, run_id=item["_ng_run_id"], stage_index=1
+    )
+    head = coordinator.head()
+    with pytest.raises(ConfigError, match=r"^postgresql.*a stage is reserved once"):
+        coordinator.append(again)
+    assert coordinator.head() == head
+    one.record(_stage_row(item, 1, 0.7))
+    done = decide(replay(coordinator), 0, 0)
+    assert (done.value, done.attempt, done.score) == ("complete", 0, 0.7)
+    rows = [r for r in result_rows(coordinator).rows if r["_ng_task_index"] == 0]
+    assert [r.get("stage_index") for r in rows if r["_ng_rollout_index"] == 0] == [
+        0,
+        1,
+    ]
 
 
 def test_row64_a_second_row_of_a_saved_stage_is_a_duplicate(api_run: _Run) -> None:
