@@ -44,6 +44,7 @@ from projections import (
     replay,
     result_rows,
     resume,
+    verify,
 )
 from tests.pg_support import PgRun, pg_run
 from tests.prerequisites import unavailable
@@ -321,6 +322,7 @@ def test_row64_a_continuation_cut_off_goes_on_in_a_new_attempt_at_that_stage(
         led.record(_stage_row(going_on, 1, 0.1))  # the cut attempt's late row
         state = replay(led)
         rows = [r for r in result_rows(led).rows if r["_ng_task_index"] == 0]
+        assert verify(led) == []  # chain, rows, refolds: stage rows included
     done = decide(state, 0, 0)
     assert (done.value, done.attempt, done.score) == ("complete", 1, 0.75)
     totals = coverage(state).to_dict()["totals"]
