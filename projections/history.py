@@ -20,7 +20,7 @@ from ledger import events as ev
 from ledger.errors import ConfigError
 from projections.decide import Decision, decide
 from projections.replay import EventSource, replay
-from projections.state import RunState
+from projections.state import RolloutState, RunState
 
 __all__ = ["RULES", "History", "HistoryEntry", "history"]
 
@@ -241,11 +241,9 @@ class _Trail:
         if rollout is None:
             return ()
         if isinstance(body, _OUTCOMES):
-            stage = body.stage_index if isinstance(body, ev.ResultSaved) else None
-            stages = rollout.stages
-            if stage is not None and stages is not None and stage in stages:
-                # ROW-64: a stage of one attempt, no duplicate, when it saved it
-                return () if stages[stage][1] == event.seq else ("duplicate",)
+            stage_mark = _stage_mark(rollout, body, event.seq)
+            if stage_mark is not None:
+                return stage_mark
             first = rollout.outcomes.get(key[2])
             if first is None or first.seq != event.seq:
                 return ("duplicate",)  # REC-1: the first outcome stands
@@ -267,6 +265,25 @@ class _Trail:
             ):
                 return ("abandoned",)
         return ()
+
+
+def _stage_mark(
+    rollout: RolloutState, body: object, seq: int
+) -> tuple[str, ...] | None:
+    """ROW-64: the mark of a stage row before its final stage (no outcome).
+
+    The row that saved its stage has none; a second row of the stage is a
+    duplicate; a row the fold did not take (late, REC-2) is superseded.
+    ``None`` for any other row.
+    """
+    if not isinstance(body, ev.ResultSaved) or body.stage_index is None:
+        return None
+    if body.stage_index == body.final_stage_index:
+        return None  # the final stage's row is its attempt's outcome
+    saved = (rollout.stages or {}).get(body.stage_index)
+    if saved is None:
+        return ("superseded",)
+    return () if saved[1] == seq else ("duplicate",)
 
 
 def _names(body: Any, task: int | None, rollout: int | None) -> bool:

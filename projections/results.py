@@ -133,17 +133,21 @@ def _entries(state: RunState, decisions: Decisions, all: bool) -> list[_Entry]:
         rollout = state.rollout(*key)
         seq = _source_seq(rollout, decision)
         if decision.value == "complete" and rollout.extras is not None:
-            entries.extend((key, stage, False) for stage in _stage_seqs(rollout, seq))
+            stages = _stage_seqs(rollout, decision.attempt)
+            entries.extend((key, stage, False) for stage in stages)
         entries.append((key, seq, True))
     return entries
 
 
-def _stage_seqs(rollout: RolloutState, final: int | None) -> list[int]:
+def _stage_seqs(rollout: RolloutState, attempt: int) -> list[int]:
     """ROW-64: the seqs of a complete rollout's saved stages before its final one.
 
-    Each saved stage row is written, in stage order, as 0.7.0 aggregates them.
+    Each saved stage row is written, in stage order, as 0.7.0 aggregates them;
+    the final stage is the selected ``attempt``'s outcome (or its re-judgment).
     """
     stages = rollout.stages or {}
+    record = rollout.attempt(attempt)
+    final = None if record is None else record.seq
     return [stages[s][1] for s in sorted(stages) if stages[s][1] != final]
 
 

@@ -323,6 +323,11 @@ def test_row64_a_continuation_cut_off_goes_on_in_a_new_attempt_at_that_stage(
         state = replay(led)
         rows = [r for r in result_rows(led).rows if r["_ng_task_index"] == 0]
         assert verify(led) == []  # chain, rows, refolds: stage rows included
+        marks = [
+            e.marks for e in history(led, task=0, rollout=0).entries
+            if e.kind == "result_saved"
+        ]  # fmt: skip
+    assert marks == [(), (), ("superseded",)]
     done = decide(state, 0, 0)
     assert (done.value, done.attempt, done.score) == ("complete", 1, 0.75)
     totals = coverage(state).to_dict()["totals"]
@@ -380,8 +385,18 @@ def test_row64_a_second_row_of_a_saved_stage_is_a_duplicate(api_run: _Run) -> No
         led.record(_stage_row(first, 1, 0.8))
         led.record(_stage_row(first, 1, 0.2))
         state = replay(led)
+        trail = history(led, task=0, rollout=0).entries
     assert decide(state, 0, 0).score == 0.8
     assert coverage(state).to_dict()["totals"]["duplicates"] == 2
+    saved = [
+        (e.summary.split(",")[0], e.marks) for e in trail if e.kind == "result_saved"
+    ]
+    assert saved == [
+        ("result at stage 0 of 1", ()),
+        ("result at stage 0 of 1", ("duplicate",)),
+        ("result at stage 1 of 1", ()),
+        ("result at stage 1 of 1", ("duplicate",)),
+    ]
 
 
 def test_row64_cli_record_takes_every_stage_row_of_an_attempt(
