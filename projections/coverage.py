@@ -114,10 +114,21 @@ class _Tally:
             self.outcomes += a.bits >> CODE_SHIFT != 0
             a = a.earlier
         self.outcomes += rollout.duplicates
+        if rollout.extras is not None and rollout.stages:
+            self.outcomes += _stage_rows(rollout)
         self.duplicates += rollout.duplicates
         self.superseded += rollout.superseded
         self.suspect += free_attempts(rollout, after) >= _SUSPECT_FREE_ATTEMPTS
         self.counted += counted_failures(rollout, after)
+
+
+def _stage_rows(rollout: RolloutState) -> int:
+    """ROW-64: the saved stage rows that are no attempt's outcome (its final's is)."""
+    count = 0
+    for attempt, seq in (rollout.stages or {}).values():
+        record = rollout.attempt(attempt)
+        count += record is None or not record.has_outcome or record.seq != seq
+    return count
 
 
 def _totals(state: RunState, tally: _Tally) -> dict[str, int]:

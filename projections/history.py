@@ -20,35 +20,10 @@ from ledger import events as ev
 from ledger.errors import ConfigError
 from projections.decide import Decision, decide
 from projections.replay import EventSource, replay
-from projections.state import RunState
+from projections.rule_words import RULES
+from projections.state import RolloutState, RunState
 
 __all__ = ["RULES", "History", "HistoryEntry", "history"]
-
-#: A few words for each rule a decision names (CLI-8: "REC-20.5a final agent
-#: timeout").
-RULES = {
-    "REC-4": "free-attempt guard",
-    "REC-20.1": "no outcome yet",
-    "REC-20.2": "omission",
-    "REC-20.3": "judge-only re-judgment",
-    "REC-20.4a": "masked result with a regrade kind",
-    "REC-20.4b": "masked infrastructure result",
-    "REC-20.4c": "masked kept answer without a grade",
-    "REC-20.4d": "infrastructure agent timeout",
-    "REC-20.4e": "result",
-    "REC-20.5a": "final agent timeout",
-    "REC-20.5b": "terminal failure",
-    "REC-20.5c": "infrastructure agent timeout",
-    "REC-20.5d": "failure with a recorded grade",
-    "REC-20.5e": "free lifecycle failure",
-    "REC-20.5f": "route failure",
-    "REC-20.5g": "regrade kind with a saved answer",
-    "REC-20.5h": "kept saved answer",
-    "REC-20.5i": "failure",
-    "REC-82": "invalid judge response",
-    "REC-25": "approved rerun",
-    "REC-35": "omission alongside completed tasks",
-}
 
 
 class HistoryEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -105,12 +80,20 @@ def _score(value: float | None) -> str:
 def _outcome(body: Any) -> str:
     facts = body.facts
     where = f"{body.location.file}@{body.location.offset}"
+    stage = _stage(body)
     if isinstance(body, ev.ResultSaved):
         masked = ", masked" if facts.masked else ""
-        return f"result, reward {_score(facts.reward)}{masked} ({where})"
+        return f"result{stage}, reward {_score(facts.reward)}{masked} ({where})"
     kind = facts.selected_kind or "unclassified"
     terminal = ", terminal" if facts.terminal else ""
-    return f"failure {kind}{terminal} (sidecar line {body.sidecar_line + 1})"
+    return f"failure {kind}{stage}{terminal} (sidecar line {body.sidecar_line + 1})"
+
+
+def _stage(body: ev.ResultSaved | ev.FailureSaved) -> str:
+    # ROW-64: a multistage row names its stage and its rollout's final stage.
+    if body.stage_index is None:
+        return ""
+    return f" at stage {body.stage_index} of {body.final_stage_index}"
 
 
 def _released(
@@ -151,7 +134,9 @@ _SUMMARIES: dict[type[Any], Callable[[Any], str]] = {
     ev.LegacyImported: lambda b: (
         f"imported {b.rows_imported} of {b.rows_read} rows ({b.rows_rejected} rejected)"
     ),
-    ev.AttemptReserved: lambda b: "reserved",
+    ev.AttemptReserved: lambda b: (
+        "reserved" if b.stage_index is None else f"reserved from stage {b.stage_index}"
+    ),
     ev.ResultSaved: _outcome,
     ev.FailureSaved: _outcome,
     ev.OmissionSaved: lambda b: f"omission{_reason(b.reason)}",
@@ -248,6 +233,9 @@ class _Trail:
         if rollout is None:
             return ()
         if isinstance(body, _OUTCOMES):
+            stage_mark = _stage_mark(rollout, body, event.seq)
+            if stage_mark is not None:
+                return stage_mark
             first = rollout.outcomes.get(key[2])
             if first is None or first.seq != event.seq:
                 return ("duplicate",)  # REC-1: the first outcome stands
@@ -269,6 +257,25 @@ class _Trail:
             ):
                 return ("abandoned",)
         return ()
+
+
+def _stage_mark(
+    rollout: RolloutState, body: object, seq: int
+) -> tuple[str, ...] | None:
+    """ROW-64: the mark of a stage row before its final stage (no outcome).
+
+    The row that saved its stage has none; a second row of the stage is a
+    duplicate; a row the fold did not take (late, REC-2) is superseded.
+    ``None`` for any other row.
+    """
+    if not isinstance(body, ev.ResultSaved) or body.stage_index is None:
+        return None
+    if body.stage_index == body.final_stage_index:
+        return None  # the final stage's row is its attempt's outcome
+    saved = (rollout.stages or {}).get(body.stage_index)
+    if saved is None:
+        return ("superseded",)
+    return () if saved[1] == seq else ("duplicate",)
 
 
 def _names(body: Any, task: int | None, rollout: int | None) -> bool:

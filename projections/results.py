@@ -3,8 +3,10 @@
 The selected result of every ``complete`` rollout, in materialized order, read
 from its recorded location (for ``rejudged``, the re-judgment's row), with
 ``_ng_decision`` and ``reward`` set to the decided score. Superseded attempts,
-duplicates and retried masked rows never appear. ``result_rows`` replays and
-decides once, and says how many rows the stream will hold (for a progress bar).
+duplicates and retried masked rows never appear. A complete multistage rollout
+writes each saved stage row, in stage order, its final stage's with the
+decided score (ROW-64). ``result_rows`` replays and decides once, and says how
+many rows the stream will hold (for a progress bar).
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ import msgspec
 from ledger import CorruptLedger, Ledger
 from ledger.events import Location
 from ledger.store.port import RowReader, RunFiles
-from projections.coverage import coverage
 from projections.decide import Decision, decide_all
 from projections.replay import replay
 from projections.state import RolloutState, RunState
@@ -106,37 +107,73 @@ def selected_results(
     all: bool = False,
 ) -> Iterator[dict[str, Any]]:
     """CLI-12's rows, streamed; ``all`` adds every other rollout with its decision."""
-    yield from _selected(ledger, state, decide_all(state), all=all)
+    decisions = decide_all(state)
+    yield from _selected(ledger, state, decisions, _entries(state, decisions, all))
 
 
 def result_rows(ledger: Ledger, *, all: bool = False) -> ResultRows:
     """CLI-12's rows of the run as its log stands, and their number."""
     state = replay(ledger)
     decisions = decide_all(state)
-    count = state.expected if all else coverage(state, decisions).decisions["complete"]
-    return ResultRows(count, _selected(ledger, state, decisions, all=all))
+    entries = _entries(state, decisions, all)
+    return ResultRows(len(entries), _selected(ledger, state, decisions, entries))
+
+
+#: One row ``results`` writes: its rollout, the seq of the event that located
+#: it (``None``: the materialized row), and whether it carries the decision's
+#: score (a multistage rollout's earlier stages keep their own, ROW-64).
+_Entry = tuple[tuple[int, int], int | None, bool]
+
+
+def _entries(state: RunState, decisions: Decisions, all: bool) -> list[_Entry]:
+    entries: list[_Entry] = []
+    for key, decision in decisions.items():
+        if decision.value != "complete" and not all:
+            continue
+        rollout = state.rollout(*key)
+        seq = _source_seq(rollout, decision)
+        if decision.value == "complete" and rollout.extras is not None:
+            stages = _stage_seqs(rollout, decision.attempt)
+            entries.extend((key, stage, False) for stage in stages)
+        entries.append((key, seq, True))
+    return entries
+
+
+def _stage_seqs(rollout: RolloutState, attempt: int) -> list[int]:
+    """ROW-64: the seqs of a complete rollout's saved stages before its final one.
+
+    Each saved stage row is written, in stage order, as 0.7.0 aggregates them;
+    the final stage is the selected ``attempt``'s outcome (or its re-judgment).
+    """
+    stages = rollout.stages or {}
+    record = rollout.attempt(attempt)
+    final = None if record is None else record.seq
+    return [stages[s][1] for s in sorted(stages) if stages[s][1] != final]
 
 
 def _selected(
-    ledger: Ledger, state: RunState, decisions: Decisions, *, all: bool
+    ledger: Ledger, state: RunState, decisions: Decisions, entries: list[_Entry]
 ) -> Iterator[dict[str, Any]]:
-    sources = {
-        key: _source_seq(state.rollout(*key), decision)
-        for key, decision in decisions.items()
-        if decision.value == "complete" or all
-    }
-    locations = _locations(ledger, {seq for seq in sources.values() if seq is not None})
+    locations = _locations(ledger, {seq for _, seq, _ in entries if seq is not None})
     files = ledger.files
-    keys = list(sources)
     with files.reader() as reader:
         # Read in chunks: one query per chunk where the rows are in a store.
-        for start in range(0, len(keys), _CHUNK):
-            chunk = keys[start : start + _CHUNK]
+        for start in range(0, len(entries), _CHUNK):
+            chunk = entries[start : start + _CHUNK]
             places = [
-                _place(files, state, key, sources[key], locations) for key in chunk
+                _place(files, state, key, seq, locations) for key, seq, _ in chunk
             ]
-            for key, row in zip(chunk, _read_all(files, reader, places), strict=True):
-                yield _scored(row, decisions[key])
+            for (key, _, scored), row in zip(
+                chunk, _read_all(files, reader, places), strict=True
+            ):
+                decision = decisions[key]
+                yield _scored(row, decision) if scored else _stage(row, decision)
+
+
+def _stage(row: dict[str, Any], decision: Decision) -> dict[str, Any]:
+    # ROW-64: an earlier stage of a complete rollout, with its own reward.
+    row["_ng_decision"] = decision.reason
+    return row
 
 
 def _place(

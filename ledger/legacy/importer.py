@@ -43,18 +43,13 @@ from ledger.files import atomic_replace, read_regular
 from ledger.identity.credentials import credential_safe
 from ledger.identity.manifest import RunManifest
 from ledger.legacy.adopt import AdoptedRows, adopt
+from ledger.legacy.inputs import Materialized, read_materialized
 from ledger.legacy.manifest import (
     ForeignManifest,
     foreign_manifest_path,
     read_foreign_manifest,
 )
-from ledger.legacy.reading import (
-    Materialized,
-    OutcomeReader,
-    Progress,
-    listing,
-    read_materialized,
-)
+from ledger.legacy.reading import OutcomeReader, Progress, listing
 from ledger.paths import RunPaths
 from ledger.policy.source import creation_policy
 from ledger.run.create import run_created_body
