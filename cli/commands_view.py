@@ -6,8 +6,9 @@ Each opens the run read-only and never writes (EV-12), except ``status
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,25 +34,37 @@ _OUTPUT = click.Path(dir_okay=False, writable=True, path_type=Path)
 
 @contextmanager
 def _sink(out: Path | str, path: Path | None) -> Iterator[Any]:
-    """``path`` opened to replace it atomically when closed; else binary stdout.
+    """``path`` written through a temporary file that replaces it; else stdout.
 
-    ``path`` is checked first: never a file of the run, nor in its ledger folder.
+    ``path`` is checked first: never a file of the run, nor in its ledger
+    folder. It is replaced only when everything was written: after an error
+    (a row that changed, a full disk) it is left as it was.
     """
     import ledger
 
     ledger.check_outputs(out, {"-o": path})
+    if path is None:
+        yield click.get_binary_stream("stdout")
+        return
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.partial")
     try:
-        handle = click.open_file("-" if path is None else str(path), "wb", atomic=True)
+        handle = open(temporary, "wb")  # noqa: SIM115  # closed below
     except OSError as exc:  # -o nosuchdir/x, a name too long, no permission
         raise ledger.ConfigError(
             f"cannot write -o {path}: {exc.strerror or exc}", key="output", path=path
         ) from None
     try:
-        with handle:
-            yield handle
+        try:
+            with handle:
+                yield handle
+            os.replace(temporary, path)
+        except BaseException:
+            with suppress(OSError):
+                temporary.unlink()
+            raise
     except OSError as exc:  # the disk filled while writing or renaming
         raise ledger.StorageError(
-            f"writing {path or 'stdout'} failed: {exc.strerror or exc}", path=path
+            f"writing {path} failed: {exc.strerror or exc}", path=path
         ) from exc
 
 
@@ -86,6 +99,10 @@ def status(out: Path, as_json: bool, publish: bool) -> None:
 
     with writer(out) if publish else reader(out) as led:
         found = projections.status(led, publish=publish)
+    for row in found.changed:  # R-7: on stderr, --json too
+        click.echo(
+            f"rollout-ledger: warning: {row}; run `rollout-ledger verify`", err=True
+        )
     summary = run_summary(found.state)
     cover = found.coverage.to_dict()
     held = _held(found)
@@ -200,14 +217,23 @@ def history(
 @out_argument
 @click.option("-o", "--output", type=_OUTPUT, help="Write to FILE, not stdout.")
 @click.option("--all", "everything", is_flag=True, help="Add unfinished rollouts.")
+@click.option(
+    "--allow-changed",
+    is_flag=True,
+    help="Write a row edited since it was recorded as it stands, with a warning.",
+)
 @quiet_option
-def results(out: Path, output: Path | None, everything: bool, quiet: bool) -> None:
+def results(
+    out: Path, output: Path | None, everything: bool, allow_changed: bool, quiet: bool
+) -> None:
     """Write the selected result of each rollout as JSONL (CLI-12).
 
     In materialized order, each row as saved plus _ng_decision, with reward
     set to the decided score (a settled zero is marked _ng_settled_zero).
     Superseded attempts, duplicates and retried masked rows never appear.
     --all adds every unfinished rollout with its decision and no reward.
+    A row edited since it was recorded stops the output (exit 5, naming its
+    file and line) unless --allow-changed.
 
     \b
     Example:
@@ -219,7 +245,9 @@ def results(out: Path, output: Path | None, everything: bool, quiet: bool) -> No
 
     encode = msgspec.json.Encoder().encode
     with reader(out) as led, _sink(out, output) as sink:
-        found = projections.result_rows(led, all=everything)
+        found = projections.result_rows(
+            led, all=everything, allow_changed=allow_changed
+        )
         written = 0
         with progress(
             found.rows, length=found.count, label="results", quiet=quiet

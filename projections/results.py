@@ -9,7 +9,9 @@ decides once, and says how many rows the stream will hold (for a progress bar).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import hashlib
+import logging
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +25,15 @@ from projections.decide import Decision, decide_all
 from projections.replay import replay
 from projections.state import RolloutState, RunState
 
-__all__ = ["ResultRows", "result_rows", "selected_results"]
+__all__ = [
+    "ChangedRow",
+    "ResultRows",
+    "changed_rows",
+    "result_rows",
+    "selected_results",
+]
+
+log = logging.getLogger("projections")
 
 Decisions = dict[tuple[int, int], Decision]
 
@@ -40,6 +50,60 @@ class ResultRows:
 _CHUNK = 512
 
 _DECODER = msgspec.json.Decoder(dict[str, Any])
+#: The digest of a place that is not a recorded row (an unfinished rollout's
+#: materialized input, for ``--all``): never compared.
+_UNRECORDED = "0" * 64
+
+
+class ChangedRow(msgspec.Struct, frozen=True):
+    """R-7: a selected row whose bytes no longer match the digest recorded for it."""
+
+    task: int
+    rollout: int
+    seq: int
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return (
+            f"{self.file} line {self.line} (task {self.task}, rollout "
+            f"{self.rollout}) changed since it was recorded"
+        )
+
+
+def _line_of(files: RunFiles, file: str, offset: int) -> int:
+    """The line number (from 1) of the row at byte ``offset`` of ``file``."""
+    line, position = 1, 0
+    for chunk in files.chunks(file):
+        if position + len(chunk) >= offset:
+            return line + chunk.count(b"\n", 0, offset - position)
+        line += chunk.count(b"\n")
+        position += len(chunk)
+    return line
+
+
+def _changed(
+    files: RunFiles, key: tuple[int, int], seq: int | None, where: Location, data: bytes
+) -> ChangedRow | None:
+    """R-7's check of one row read (verify's, for this row only), else ``None``."""
+    if seq is None or where.row_sha256 == _UNRECORDED:
+        return None
+    if hashlib.sha256(data).hexdigest() == where.row_sha256:
+        return None
+    line = _line_of(files, where.file, where.offset)
+    return ChangedRow(key[0], key[1], seq, files.describe(where.file), line)
+
+
+def _warn(row: ChangedRow) -> None:
+    log.warning("%s; it is used as it stands now (see `rollout-ledger verify`)", row)
+
+
+def _refuse(row: ChangedRow) -> None:
+    raise CorruptLedger(
+        f"{row}, so it is not written; see `rollout-ledger verify`, or write the "
+        "row as it stands now with --allow-changed",
+        path=row.file,
+    )
 
 
 def _source_seq(rollout: RolloutState, decision: Decision) -> int | None:
@@ -79,11 +143,8 @@ def _decoded(files: RunFiles, where: Location, data: bytes | None) -> dict[str, 
         ) from exc
 
 
-def _read_all(
-    files: RunFiles, reader: RowReader, places: list[Location]
-) -> list[dict[str, Any]]:
-    found = reader.read_many([(w.file, w.offset, w.length) for w in places])
-    return [_decoded(files, w, data) for w, data in zip(places, found, strict=True)]
+def _read_raw(reader: RowReader, places: list[Location]) -> list[bytes | None]:
+    return reader.read_many([(w.file, w.offset, w.length) for w in places])
 
 
 def _scored(row: dict[str, Any], decision: Decision) -> dict[str, Any]:
@@ -105,21 +166,68 @@ def selected_results(
     *,
     all: bool = False,
 ) -> Iterator[dict[str, Any]]:
-    """CLI-12's rows, streamed; ``all`` adds every other rollout with its decision."""
-    yield from _selected(ledger, state, decide_all(state), all=all)
+    """CLI-12's rows, streamed; ``all`` adds every other rollout with its decision.
+
+    A row that changed since it was recorded (R-7) is used as it stands, with
+    a warning on the ``projections`` logger.
+    """
+    yield from _selected(ledger, state, decide_all(state), all=all, changed=_warn)
 
 
-def result_rows(ledger: Ledger, *, all: bool = False) -> ResultRows:
-    """CLI-12's rows of the run as its log stands, and their number."""
+def result_rows(
+    ledger: Ledger, *, all: bool = False, allow_changed: bool = False
+) -> ResultRows:
+    """CLI-12's rows of the run as its log stands, and their number.
+
+    R-7: a row that changed since it was recorded stops the stream with
+    ``CorruptLedger`` (naming its file and line) when it is reached; with
+    ``allow_changed`` it is written as it stands, with a warning.
+    """
     state = replay(ledger)
     decisions = decide_all(state)
     count = state.expected if all else coverage(state, decisions).decisions["complete"]
-    return ResultRows(count, _selected(ledger, state, decisions, all=all))
+    changed = _warn if allow_changed else _refuse
+    return ResultRows(
+        count, _selected(ledger, state, decisions, all=all, changed=changed)
+    )
+
+
+def changed_rows(
+    ledger: Ledger, state: RunState, decisions: Decisions
+) -> list[ChangedRow]:
+    """R-7 for the rows ``results`` would write: each one whose bytes changed.
+
+    Reads the selected rows only (one per complete rollout), as ``results``
+    does, and compares each with the digest recorded for it; nothing decoded.
+    """
+    found: list[ChangedRow] = []
+    for key, seq, where, data in _raw_selected(ledger, state, decisions, all=False):
+        if data is not None:
+            one = _changed(ledger.files, key, seq, where, data)
+            found += [] if one is None else [one]
+    return found
 
 
 def _selected(
-    ledger: Ledger, state: RunState, decisions: Decisions, *, all: bool
+    ledger: Ledger,
+    state: RunState,
+    decisions: Decisions,
+    *,
+    all: bool,
+    changed: Callable[[ChangedRow], None],
 ) -> Iterator[dict[str, Any]]:
+    files = ledger.files
+    for key, seq, where, data in _raw_selected(ledger, state, decisions, all=all):
+        if data is not None:
+            one = _changed(files, key, seq, where, data)
+            if one is not None:
+                changed(one)
+        yield _scored(_decoded(files, where, data), decisions[key])
+
+
+def _raw_selected(
+    ledger: Ledger, state: RunState, decisions: Decisions, *, all: bool
+) -> Iterator[tuple[tuple[int, int], int | None, Location, bytes | None]]:
     sources = {
         key: _source_seq(state.rollout(*key), decision)
         for key, decision in decisions.items()
@@ -135,8 +243,9 @@ def _selected(
             places = [
                 _place(files, state, key, sources[key], locations) for key in chunk
             ]
-            for key, row in zip(chunk, _read_all(files, reader, places), strict=True):
-                yield _scored(row, decisions[key])
+            found = _read_raw(reader, places)
+            for key, where, data in zip(chunk, places, found, strict=True):
+                yield key, sources[key], where, data
 
 
 def _place(

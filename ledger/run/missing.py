@@ -9,8 +9,8 @@ itself is missing, in a folder beside it), names it.
 from __future__ import annotations
 
 import difflib
-import os
 import itertools
+import os
 from pathlib import Path
 
 from ledger.errors import ConfigError
