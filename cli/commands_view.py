@@ -44,7 +44,8 @@ def _sink(out: Path | str, path: Path | None) -> Iterator[Any]:
 
     ledger.check_outputs(out, {"-o": path})
     if path is None:
-        yield click.get_binary_stream("stdout")
+        with click.open_file("-", "wb") as stdout:
+            yield stdout
         return
     temporary = path.with_name(f".{path.name}.{os.getpid()}.partial")
     try:
