@@ -7,6 +7,7 @@ Each opens the run read-only and never writes (EV-12), except ``status
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -23,6 +24,7 @@ from cli.common import (
     reader,
     writer,
 )
+from cli.progress import working
 
 if TYPE_CHECKING:
     from projections import RunStatus
@@ -98,7 +100,8 @@ def status(out: Path, as_json: bool, publish: bool) -> None:
     import projections
     from cli.render import coverage_lines, decision_line, run_lines, run_summary
 
-    with writer(out) if publish else reader(out) as led:
+    opened = writer(out) if publish else reader(out)
+    with working("reading the run"), opened as led:
         found = projections.status(led, publish=publish)
     for row in found.changed:  # R-7: on stderr, --json too
         click.echo(
@@ -152,7 +155,7 @@ def check(out: Path) -> None:
     """
     import projections
 
-    with reader(out) as led:
+    with working("reading the run"), reader(out) as led:
         cover = projections.check_run(led)
         note = projections.adopt_note(led)
     click.echo(f"complete: all {cover.expected} rollouts are complete or omitted")
@@ -166,6 +169,8 @@ def check(out: Path) -> None:
 @click.option("--rollout", type=count(0), help="Only this rollout index.")
 @click.option("--kind", help="Only events of this kind (e.g. failure_saved).")
 @click.option("--since", type=count(1), help="Only from this seq on.")
+@click.option("--tail", type=count(1), metavar="N", help="Only the last N entries.")
+@click.option("--limit", type=count(1), metavar="N", help="Only the first N entries.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON document instead.")
 def history(
     out: Path,
@@ -173,14 +178,17 @@ def history(
     rollout: int | None,
     kind: str | None,
     since: int | None,
+    tail: int | None,
+    limit: int | None,
     as_json: bool,
 ) -> None:
     """Print the audit trail, one line per event (CLI-8).
 
     Columns: seq, time, actor, kind, key (t<task> r<rollout> a<attempt>) and a
-    summary; superseded, duplicate and abandoned entries are marked. With
-    --task and --rollout it ends with the rollout's decision and the rule that
-    decided.
+    summary, under a header; superseded, duplicate and abandoned entries are
+    marked. With --task and --rollout it ends with the rollout's decision and
+    the rule that decided. --tail N or --limit N shows the last or first N
+    entries; on a terminal the trail opens in a pager.
 
     \b
     Example:
@@ -189,29 +197,48 @@ def history(
     import msgspec
 
     import projections
-    from cli.render import history_line
+    from cli.render import history_header, history_line
 
-    with reader(out) as led:
+    if tail is not None and limit is not None:
+        raise click.UsageError("give --tail N or --limit N, not both")
+    with working("reading the run"), reader(out) as led:
         found = projections.history(
             led, task=task, rollout=rollout, kind=kind, since=since
         )
+    entries = found.entries
+    if tail is not None:
+        entries = entries[-tail:]
+    elif limit is not None:
+        entries = entries[:limit]
     if as_json:
         echo_json(
             {
-                "entries": msgspec.to_builtins(found.entries),
+                "entries": msgspec.to_builtins(entries),
                 "decision": msgspec.to_builtins(found.decision),
                 "why": found.why,
             }
         )
         return
-    for entry in found.entries:
-        click.echo(history_line(entry))
+    lines = [history_header(entries[0])] if entries else []
+    lines += [history_line(entry) for entry in entries]
+    if len(entries) < len(found.entries):
+        lines.append(f"({len(entries)} of {len(found.entries)} entries shown)")
     if found.decision is not None:
         decision = found.decision
-        click.echo(
+        lines.append(
             f"decision: {decision.value} (attempt {decision.attempt}, "
             f"{decision.reason}) by {found.why}"
         )
+    _page(lines)
+
+
+def _page(lines: list[str]) -> None:
+    """``lines`` on stdout: through a pager when stdout is a terminal."""
+    if sys.stdout.isatty():
+        click.echo_via_pager("\n".join(lines) + "\n")
+        return
+    for line in lines:
+        click.echo(line)
 
 
 @click.command()
@@ -246,9 +273,10 @@ def results(
 
     encode = msgspec.json.Encoder().encode
     with reader(out) as led, _sink(out, output) as sink:
-        found = projections.result_rows(
-            led, all=everything, allow_changed=allow_changed
-        )
+        with working("reading the run", quiet=quiet):
+            found = projections.result_rows(
+                led, all=everything, allow_changed=allow_changed
+            )
         written = 0
         with progress(
             found.rows, length=found.count, label="results", quiet=quiet

@@ -15,8 +15,6 @@ from pathlib import Path
 from ledger.clock import Clock
 from ledger.run.ledger import Ledger
 from ledger.run.lock import RunLock
-from ledger.run.missing import require_run_at
-from ledger.store.registry import is_memory_url, is_postgres_url
 
 __all__ = ["open_run"]
 
@@ -35,8 +33,6 @@ def open_run(
     and of each event read (R-5), for a caller that checks the whole chain
     itself (``verify``).
     """
-    if not is_memory_url(out) and not (isinstance(out, str) and is_postgres_url(out)):
-        require_run_at(out)  # a mistyped OUT is missing, not corrupt
     if not write:
         with Ledger.open(out, check_head=check_head) as led:
             yield led

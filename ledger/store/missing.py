@@ -54,13 +54,13 @@ def _nearest(paths: RunPaths) -> Path | None:
 
 
 def require_run_at(out: Path | str) -> None:
-    """``ConfigError`` (key ``OUT``) when neither ``out`` nor its ledger folder exists.
+    """``ConfigError`` (key ``OUT``) when ``out``, its sidecar and ledger folder are absent.
 
     A refusal, not corruption: nothing was saved there to be corrupt.
     """
     paths = RunPaths.of(out)
-    if paths.out.exists() or paths.ledger_dir.exists():
-        return
+    if any(p.exists() for p in (paths.out, paths.sidecar, paths.ledger_dir)):
+        return  # something is there: what it lacks is said where it is opened
     nearest = _nearest(paths)
     if nearest is not None and not Path(out).is_absolute():
         nearest = Path(os.path.relpath(nearest))  # as OUT was written
