@@ -54,7 +54,7 @@ def _nearest(paths: RunPaths) -> Path | None:
 
 
 def require_run_at(out: Path | str) -> None:
-    """``ConfigError`` (key ``OUT``) when ``out``, its sidecar and ledger folder are absent.
+    """``ConfigError`` (key ``OUT``) when nothing of a run is at ``out``.
 
     A refusal, not corruption: nothing was saved there to be corrupt.
     """
