@@ -18,6 +18,11 @@ from typing import Any
 import msgspec
 
 from ledger import CorruptLedger, Ledger
+from ledger.event_views import (
+    FailureSavedLocation,
+    JudgeOutcomeLocation,
+    ResultSavedLocation,
+)
 from ledger.events import Location
 from ledger.store.port import RowReader, RunFiles
 from projections.coverage import coverage
@@ -116,14 +121,35 @@ def _source_seq(rollout: RolloutState, decision: Decision) -> int | None:
     return None if outcome is None else outcome.seq
 
 
+# Where an outcome's row is, read without its facts (P-4); a body that does not
+# decode so is decoded in full, as ``Ledger.events`` does.
+_Located = ResultSavedLocation | FailureSavedLocation | JudgeOutcomeLocation
+_LOCATION_DECODER = msgspec.json.Decoder(_Located)
+_LOCATED: dict[type, str] = {
+    ResultSavedLocation: "result_saved",
+    FailureSavedLocation: "failure_saved",
+    JudgeOutcomeLocation: "judge_outcome_saved",
+}
+
+
 def _locations(ledger: Ledger, wanted: set[int]) -> dict[int, Location]:
+    """The row location of each outcome event in ``wanted``: one read of them all."""
     found: dict[int, Location] = {}
-    if not wanted:
-        return found
-    for event in ledger.events(min(wanted)):
-        where = getattr(event.body, "location", None)
-        if event.seq in wanted and isinstance(where, Location):
-            found[event.seq] = where
+    missed: list[int] = []
+    for row in ledger.raw_events_at(sorted(wanted)):
+        try:
+            view = _LOCATION_DECODER.decode(bytes(row.body))
+        except (msgspec.DecodeError, RecursionError):
+            view = None
+        if view is not None and _LOCATED[type(view)] == row.kind:
+            found[row.seq] = view.location
+        else:
+            missed.append(row.seq)
+    for seq in missed:  # decoded in full: its error, or a location of another kind
+        event = next(ledger.events(seq), None)
+        where = None if event is None else getattr(event.body, "location", None)
+        if event is not None and event.seq == seq and isinstance(where, Location):
+            found[seq] = where
     return found
 
 
