@@ -18,6 +18,7 @@ from cli.common import (
     run_clock,
     writer,
 )
+from cli.progress import working
 
 if TYPE_CHECKING:
     from projections import Plan
@@ -172,7 +173,8 @@ def resume(
         raise click.UsageError("--plan-out releases a plan; --dry-run writes nothing")
     collection = load_config(config)
     servers = load_global_config(global_configs)
-    with reader(out) if dry_run else writer(out) as led:
+    opened = reader(out) if dry_run else writer(out)
+    with working("resuming"), opened as led:
         found = projections.resume_with_plan_file(
             led,
             collection,

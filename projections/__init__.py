@@ -59,13 +59,14 @@ from projections.plan_file import (
     record_outcomes,
     resume_with_plan_file,
 )
-from projections.results import ResultRows, result_rows
+from projections.results import ChangedRow, ResultRows, changed_rows, result_rows
 from projections.status import RunStatus, adopt_note, check_run, status
 from projections.verify import Verification, verify_run
 
 __all__ = [
     "Approval",
     "AuditExport",
+    "ChangedRow",
     "ConfigDiff",
     "Coverage",
     "CreatedRun",
@@ -91,6 +92,7 @@ __all__ = [
     "approve",
     "approve_held",
     "audit_export",
+    "changed_rows",
     "check_complete",
     "check_run",
     "config_diff",

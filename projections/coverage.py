@@ -18,7 +18,13 @@ from projections.decide import (
 )
 from projections.state import CODE_SHIFT, MASKED, RESERVED, RolloutState, RunState
 
-__all__ = ["Coverage", "check_complete", "coverage", "excluded_sidecar_lines"]
+__all__ = [
+    "HELD_REASONS",
+    "Coverage",
+    "check_complete",
+    "coverage",
+    "excluded_sidecar_lines",
+]
 
 Decisions = dict[tuple[int, int], Decision]
 
@@ -32,6 +38,8 @@ _SPLITS = {
     "exhausted": ("cap", "free_attempts"),
     "omitted": ("accepted",),
 }  # fmt: skip
+#: The reasons a held rollout can carry (``approve --reason-held``).
+HELD_REASONS: tuple[str, ...] = _SPLITS["held"]
 _SUSPECT_FREE_ATTEMPTS = 3  # REC-4
 
 

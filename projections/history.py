@@ -349,8 +349,18 @@ def _sources(
     return replay(source), source.events(start)
 
 
-def _check_bounds(task: int | None, rollout: int | None, since: int | None) -> None:
-    """Each filter within its bound, before anything is read (``ConfigError``)."""
+def _check_bounds(
+    task: int | None, rollout: int | None, since: int | None, kind: str | None
+) -> None:
+    """Each filter within its bound, before anything is read (``ConfigError``).
+
+    ``kind`` names an event kind: a typo would show nothing, silently.
+    """
+    if kind is not None and kind not in ev.KINDS:
+        raise ConfigError(
+            f"{kind!r} is not an event kind; the kinds are {', '.join(ev.KINDS)}",
+            key="kind",
+        )
     if since is not None:
         bounded(since, low=1, high=MAX_SEQ, what="--since takes a seq", key="since")
     if task is not None:
@@ -374,7 +384,7 @@ def history(
     ``events`` it was folded from. With both ``task`` and ``rollout``, the
     history carries that rollout's decision (``ConfigError`` for an unknown key).
     """
-    _check_bounds(task, rollout, since)
+    _check_bounds(task, rollout, since, kind)
     state, stored = _sources(source, events, since)
     entries = tuple(_entries(_Trail(state), stored, task, rollout, kind))
     decision = None

@@ -23,6 +23,7 @@ from projections.coverage import Coverage, check_complete, coverage
 from projections.decide import Decision, decide_all
 from projections.publish import publish as publish_files
 from projections.replay import replay
+from projections.results import ChangedRow, changed_rows
 from projections.state import RunState
 
 __all__ = ["HeldRollout", "Repair", "RunStatus", "adopt_note", "check_run", "status"]
@@ -57,6 +58,8 @@ class RunStatus(msgspec.Struct, frozen=True, kw_only=True):
     adopt: str | None = None
     #: Whether the published files were rewritten from the log.
     published: bool
+    #: R-7: selected rows whose bytes changed since they were recorded.
+    changed: tuple[ChangedRow, ...] = ()
 
 
 def status(ledger: Ledger, *, publish: bool = False) -> RunStatus:
@@ -81,6 +84,7 @@ def status(ledger: Ledger, *, publish: bool = False) -> RunStatus:
         published=publish,
         waiting=waiting,
         adopt=adopt_advice(str(ledger.target), waiting) if waiting else None,
+        changed=tuple(changed_rows(ledger, state, decisions)),
     )
 
 

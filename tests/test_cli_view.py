@@ -174,14 +174,21 @@ def test_cli_7_check_is_76_when_nothing_is_retryable(cli_run: CliRun) -> None:
 # -- CLI-8: history ------------------------------------------------------------------
 
 
+_HEADER = (
+    "   seq  time                         actor             kind                  "
+    "key         summary"
+)
+
+
 def test_cli_8_history_prints_one_line_per_event(mixed: CliRun) -> None:
     lines = mixed.ok("history", mixed.out).stdout.splitlines()
-    assert len(lines) == 15
-    assert lines[0] == (
+    assert len(lines) == 16  # the header, then one line per event
+    assert lines[0] == _HEADER
+    assert lines[1] == (
         "     1  2026-01-01T00:00:00.001000Z  create            run_created         "
         f"  -           run {RUN_ID}: 6 rollouts, cap 3, config b5a4234d9101"
     )
-    assert lines[10] == (  # record: its reservations, then its rows' events
+    assert lines[11] == (  # record: its reservations, then its rows' events
         "    11  2026-01-01T00:00:00.003000Z  collector         failure_saved       "
         "  t0 r1 a0    failure session_lost (sidecar line 1)"
     )
@@ -190,6 +197,7 @@ def test_cli_8_history_prints_one_line_per_event(mixed: CliRun) -> None:
 def test_cli_8_one_rollout_ends_with_its_decision_and_rule(mixed: CliRun) -> None:
     result = mixed.ok("history", mixed.out, "--task", 1, "--rollout", 0)
     assert result.stdout == (
+        f"{_HEADER}\n"
         "     3  2026-01-01T00:00:00.002000Z  resume            attempts_released   "
         "  -           released t1 r0 a0 for dispatch\n"
         "     6  2026-01-01T00:00:00.003000Z  collector         attempt_reserved    "
@@ -203,7 +211,11 @@ def test_cli_8_one_rollout_ends_with_its_decision_and_rule(mixed: CliRun) -> Non
 
 def test_cli_8_filters_by_kind_and_since(mixed: CliRun) -> None:
     result = mixed.ok("history", mixed.out, "--kind", "failure_saved", "--since", 12)
-    assert [line.split()[0] for line in result.stdout.splitlines()] == ["12", "15"]
+    assert [line.split()[0] for line in result.stdout.splitlines()] == [
+        "seq",
+        "12",
+        "15",
+    ]
 
 
 def test_cli_8_history_json(mixed: CliRun) -> None:

@@ -58,6 +58,7 @@ from ledger.store.built_aside import built_aside
 from ledger.store.decode import stored_from_row
 from ledger.store.materialize import MaterializedInputs
 from ledger.store.port import EventRow, NewEvent
+from ledger.validation import field_problems
 
 __all__ = ["AdoptedRows", "ImportReport", "import_legacy_run"]
 
@@ -293,7 +294,8 @@ def _manifest(
     except ValidationError as exc:
         raise CorruptLedger(
             f"the NeMo Gym manifest {foreign_manifest_path(paths)} gives an "
-            f"unusable run id or digest ({exc.error_count()} problems)",
+            "unusable run id or digest: "
+            + "; ".join(field_problems(exc, RunManifest, show_input=False)),
             path=foreign_manifest_path(paths),
         ) from None
 
