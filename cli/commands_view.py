@@ -31,20 +31,39 @@ __all__ = ["check", "export", "head", "history", "results", "status"]
 _OUTPUT = click.Path(dir_okay=False, writable=True, path_type=Path)
 
 
+def _counting_options(command: Any) -> Any:
+    """NeMo Gym 0.7.0's two counting options, for the reward figures."""
+    command = click.option(
+        "--count-missing-rollouts-as-zero",
+        "missing_as_zero",
+        is_flag=True,
+        help="Count a rollout with no row at all as a reward of 0 in the figures.",
+    )(command)
+    return click.option(
+        "--count-failure-classes-as-zero",
+        "failures_as_zero",
+        is_flag=True,
+        help="Count an unfinished rollout whose newest row is a failure as a "
+        "reward of 0 in the figures.",
+    )(command)
+
+
 @contextmanager
-def _sink(out: Path | str, path: Path | None) -> Iterator[Any]:
+def _sink(out: Path | str, path: Path | None, option: str = "-o") -> Iterator[Any]:
     """``path`` opened to replace it atomically when closed; else binary stdout.
 
     ``path`` is checked first: never a file of the run, nor in its ledger folder.
     """
     import ledger
 
-    ledger.check_outputs(out, {"-o": path})
+    ledger.check_outputs(out, {option: path})
     try:
         handle = click.open_file("-" if path is None else str(path), "wb", atomic=True)
     except OSError as exc:  # -o nosuchdir/x, a name too long, no permission
         raise ledger.ConfigError(
-            f"cannot write -o {path}: {exc.strerror or exc}", key="output", path=path
+            f"cannot write {option} {path}: {exc.strerror or exc}",
+            key="output" if option == "-o" else option.lstrip("-"),
+            path=path,
         ) from None
     try:
         with handle:
@@ -64,14 +83,37 @@ def _held(status: RunStatus) -> list[dict[str, Any]]:
     ]
 
 
+def _metrics_json(found: RunStatus) -> dict[str, Any] | None:
+    if found.metrics is None:
+        return None
+    figures = found.metrics.to_dict()
+    figures.pop("schema_version")  # the document's own is at its top
+    return figures
+
+
+def _metrics_text(found: RunStatus) -> list[str]:
+    from projections import metrics_lines
+
+    return [] if found.metrics is None else metrics_lines(found.metrics)
+
+
 @click.command()
 @out_argument
 @click.option("--json", "as_json", is_flag=True, help="One JSON document instead.")
 @click.option("--publish", is_flag=True, help="Take the lock and rewrite the files.")
-def status(out: Path, as_json: bool, publish: bool) -> None:
+@_counting_options
+def status(
+    out: Path,
+    as_json: bool,
+    publish: bool,
+    failures_as_zero: bool,
+    missing_as_zero: bool,
+) -> None:
     """Show the run's manifest summary and coverage (CLI-6).
 
-    The coverage of REC-41 as a table, the manifest summary (run id, digests,
+    First how many rollouts are complete and the reward figures of the
+    selected results (mean, standard error, 95% interval, pass@k); then the
+    coverage of REC-41 as a table, the manifest summary (run id, digests,
     cap and extension, policy, drift and overrides), held rollouts with reasons
     and kinds, pending repairs, and rows waiting to be adopted (appended without
     the ledger, by NeMo Gym's own --resume, say). --publish takes the run lock
@@ -85,7 +127,12 @@ def status(out: Path, as_json: bool, publish: bool) -> None:
     from cli.render import coverage_lines, decision_line, run_lines, run_summary
 
     with writer(out) if publish else reader(out) as led:
-        found = projections.status(led, publish=publish)
+        found = projections.status(
+            led,
+            publish=publish,
+            count_failure_classes_as_zero=failures_as_zero,
+            count_missing_rollouts_as_zero=missing_as_zero,
+        )
     summary = run_summary(found.state)
     cover = found.coverage.to_dict()
     held = _held(found)
@@ -103,10 +150,12 @@ def status(out: Path, as_json: bool, publish: bool) -> None:
                     {"file": w.file, "rows": w.rows, "first_line": w.first_line}
                     for w in found.waiting
                 ],
+                "metrics": _metrics_json(found),
             }
         )
         return
-    lines = run_lines(summary) + coverage_lines(cover)
+    lines = _metrics_text(found)
+    lines += run_lines(summary) + coverage_lines(cover)
     lines += [f"held ({len(held)}):"] if held else []
     lines += ["  " + decision_line(h.task, h.rollout, h.decision) for h in found.held]
     lines += [f"pending repairs ({len(repairs)}):"] if repairs else []
@@ -200,35 +249,71 @@ def history(
 @out_argument
 @click.option("-o", "--output", type=_OUTPUT, help="Write to FILE, not stdout.")
 @click.option("--all", "everything", is_flag=True, help="Add unfinished rollouts.")
+@click.option(
+    "--metrics",
+    type=_OUTPUT,
+    help="Also write the reward figures to FILE, as NeMo Gym's "
+    "aggregate metrics file plus the run's coverage.",
+)
+@_counting_options
 @quiet_option
-def results(out: Path, output: Path | None, everything: bool, quiet: bool) -> None:
+def results(
+    out: Path,
+    output: Path | None,
+    everything: bool,
+    metrics: Path | None,
+    failures_as_zero: bool,
+    missing_as_zero: bool,
+    quiet: bool,
+) -> None:
     """Write the selected result of each rollout as JSONL (CLI-12).
 
     In materialized order, each row as saved plus _ng_decision, with reward
     set to the decided score (a settled zero is marked _ng_settled_zero).
     Superseded attempts, duplicates and retried masked rows never appear.
     --all adds every unfinished rollout with its decision and no reward.
+    --metrics FILE also writes the figures of the complete rollouts in the
+    shape of NeMo Gym's <stem>_aggregate_metrics.json, with the run's reward
+    figures and coverage under "rollout_ledger"; the two counting options
+    change those figures and are stated beside them.
 
     \b
     Example:
       rollout-ledger results results/rollouts.jsonl -o selected.jsonl
+      rollout-ledger results results/rollouts.jsonl -o selected.jsonl \\
+        --metrics selected_aggregate_metrics.json
     """
     import msgspec
 
+    import ledger
     import projections
 
+    ledger.check_outputs(out, {"-o": output, "--metrics": metrics})
     encode = msgspec.json.Encoder().encode
-    with reader(out) as led, _sink(out, output) as sink:
-        found = projections.result_rows(led, all=everything)
-        written = 0
-        with progress(
-            found.rows, length=found.count, label="results", quiet=quiet
-        ) as bar:
-            for row in bar:
-                sink.write(encode(row) + b"\n")
-                written += 1
+    figures = projections.AggregateMetrics()
+    with reader(out) as led:
+        with _sink(out, output) as sink:
+            found = projections.result_rows(led, all=everything)
+            written = 0
+            with progress(
+                found.rows, length=found.count, label="results", quiet=quiet
+            ) as bar:
+                for row in bar:
+                    sink.write(encode(row) + b"\n")
+                    figures.add(row)
+                    written += 1
+        if metrics is not None:
+            document = figures.document(
+                led,
+                count_failure_classes_as_zero=failures_as_zero,
+                count_missing_rollouts_as_zero=missing_as_zero,
+            )
+            with _sink(out, metrics, "--metrics") as sink:
+                sink.write(msgspec.json.format(msgspec.json.encode(document)) + b"\n")
     if output is not None:
         click.echo(f"wrote {written} rows to {output}")
+    if metrics is not None:  # on stderr when the rows went to stdout
+        click.echo(f"wrote the reward figures to {metrics}", err=output is None)
 
 
 @click.command()

@@ -5,7 +5,8 @@ rollout; ``coverage`` and ``check_complete`` summarize; ``gate`` and ``resume``
 check and plan; ``replan`` releases what the decisions allow; ``publish``,
 ``verify``, ``history`` (with its ``History`` and ``HistoryEntry`` values) and
 ``selected_results`` serve the command line, as do ``reward_metrics`` (a
-``RewardMetrics``: the reward figures, in words by ``metrics_lines``),
+``RewardMetrics``: the reward figures, in words by ``metrics_lines``;
+``aggregate_metrics`` and ``AggregateMetrics``: NeMo Gym's file of them),
 ``config_diff`` and the operator actions (``approve``, ``reset_budget``,
 ``extend_attempts``, ``set_policy``). Everything not in ``__all__`` is
 private and may move.
@@ -29,6 +30,7 @@ from projections.actions import (
     reset_budget,
     set_policy,
 )
+from projections.aggregate import AggregateMetrics, aggregate_metrics
 from projections.config_diff import ConfigDiff, KeyDiff, config_diff
 from projections.coverage import (
     Coverage,
@@ -67,6 +69,7 @@ from projections.status import RunStatus, adopt_note, check_run, status
 from projections.verify import Verification, verify_run
 
 __all__ = [
+    "AggregateMetrics",
     "Approval",
     "AuditExport",
     "ConfigDiff",
@@ -94,6 +97,7 @@ __all__ = [
     "TaskMean",
     "Verification",
     "adopt_note",
+    "aggregate_metrics",
     "approve",
     "approve_held",
     "audit_export",

@@ -45,6 +45,7 @@ __all__ = [
     "pass_at_k",
     "reward_metrics",
     "t_quantile_975",
+    "unfinished_kind",
 ]
 
 Decisions = dict[tuple[int, int], Decision]
@@ -227,21 +228,36 @@ class _Sorted:
         if decision.value == "omitted":
             self.omitted += 1
             return
-        newest = next((a for a in rollout.newest_first() if a.has_outcome), None)
-        if newest is None:
+        kind = unfinished_kind(rollout)
+        if kind == "missing":
             self.missing += 1
             if missing_as_zero:
                 self.missing_zeros += 1
                 self.add(task, 0.0)
-        elif newest.row_kind == "failure":
+        elif kind == "failure_classes":
             self.failure_classes += 1
             if failures_as_zero:
                 self.failure_zeros += 1
                 self.add(task, 0.0)
-        elif newest.flags & MASKED:
+        elif kind == "masked":
             self.masked += 1
         else:
             self.other += 1
+
+
+def unfinished_kind(rollout: RolloutState) -> str:
+    """Where a rollout that is neither complete nor omitted is counted.
+
+    ``missing``: no outcome recorded (no row in either file); ``failure_classes``:
+    its newest outcome is a failure row; ``masked``: a masked result;
+    ``other``: an unmasked result row (one waiting for a re-judgment, say).
+    """
+    newest = next((a for a in rollout.newest_first() if a.has_outcome), None)
+    if newest is None:
+        return "missing"
+    if newest.row_kind == "failure":
+        return "failure_classes"
+    return "masked" if newest.flags & MASKED else "other"
 
 
 def _pass_at_k(values: Iterable[list[float]], correct_at: float) -> list[PassAtK]:
