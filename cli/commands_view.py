@@ -290,8 +290,8 @@ def results(
 
     ledger.check_outputs(out, {"-o": output, "--metrics": metrics})
     encode = msgspec.json.Encoder().encode
-    figures = projections.AggregateMetrics()
     with reader(out) as led:
+        figures = projections.AggregateMetrics(led) if metrics is not None else None
         with _sink(out, output) as sink:
             found = projections.result_rows(led, all=everything)
             written = 0
@@ -300,11 +300,11 @@ def results(
             ) as bar:
                 for row in bar:
                     sink.write(encode(row) + b"\n")
-                    figures.add(row)
+                    if figures is not None:
+                        figures.add(row)
                     written += 1
-        if metrics is not None:
+        if figures is not None:
             document = figures.document(
-                led,
                 count_failure_classes_as_zero=failures_as_zero,
                 count_missing_rollouts_as_zero=missing_as_zero,
             )

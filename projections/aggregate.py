@@ -100,6 +100,11 @@ def _agent_of(row: Mapping[str, Any]) -> str | None:
     return name if isinstance(name, str) else None
 
 
+def _index(row: Mapping[str, Any], key: str) -> int | None:
+    value = row.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def counted_zeros(
     state: RunState,
     decisions: Decisions,
@@ -125,9 +130,15 @@ def counted_zeros(
 
 
 class AggregateMetrics:
-    """Builds NeMo Gym's aggregate metrics document from streamed rows."""
+    """Builds NeMo Gym's aggregate metrics document from streamed rows.
 
-    def __init__(self) -> None:
+    Made from the run (one replay and one decision pass, which the document
+    reads too): a row without ``agent_ref`` takes its materialized input's.
+    """
+
+    def __init__(self, ledger: Ledger) -> None:
+        self._state = replay(ledger)
+        self._decisions = decide_all(self._state)
         self._agents: dict[str | None, _Values] = {}
         self._groups: dict[str | None, dict[int, _Values]] = {}
 
@@ -143,23 +154,21 @@ class AggregateMetrics:
         """One row ``selected_results`` yielded; unfinished rows are skipped."""
         if row.get("_ng_decision") not in _COMPLETE:
             return
-        task = row.get("_ng_task_index")
-        self._add(
-            _agent_of(row),
-            task if isinstance(task, int) and not isinstance(task, bool) else None,
-            _fields(row),
-        )
+        task, index = _index(row, "_ng_task_index"), _index(row, "_ng_rollout_index")
+        agent = _agent_of(row)
+        if agent is None and task is not None and index is not None:
+            rollout = self._state.rollouts.get(task, {}).get(index)
+            agent = None if rollout is None else rollout.agent
+        self._add(agent, task, _fields(row))
 
     def document(
         self,
-        ledger: Ledger,
         *,
         count_failure_classes_as_zero: bool = False,
         count_missing_rollouts_as_zero: bool = False,
     ) -> list[dict[str, Any]]:
-        """The document, once every row was added (replays and decides once)."""
-        state = replay(ledger)
-        decisions = decide_all(state)
+        """The document, once every row was added."""
+        state, decisions = self._state, self._decisions
         options = {
             "count_failure_classes_as_zero": count_failure_classes_as_zero,
             "count_missing_rollouts_as_zero": count_missing_rollouts_as_zero,
@@ -214,11 +223,10 @@ def aggregate_metrics(
     count_missing_rollouts_as_zero: bool = False,
 ) -> list[dict[str, Any]]:
     """NeMo Gym's aggregate metrics document of ``rows`` (already read)."""
-    builder = AggregateMetrics()
+    builder = AggregateMetrics(ledger)
     for row in rows:
         builder.add(row)
     return builder.document(
-        ledger,
         count_failure_classes_as_zero=count_failure_classes_as_zero,
         count_missing_rollouts_as_zero=count_missing_rollouts_as_zero,
     )
