@@ -91,6 +91,20 @@ def _left_out_line(m: RewardMetrics) -> str | None:
     return line
 
 
+def _pass_line(m: RewardMetrics) -> str:
+    tasks = {p.tasks for p in m.pass_at_k}
+    if len(tasks) == 1:  # every task has every k
+        figures = ", ".join(f"pass@{p.k} {p.value:.2f}" for p in m.pass_at_k)
+        (count,) = tasks
+        return (
+            f"{figures} (correct: reward ≥ {m.correct_at:g}; {_plural(count, 'task')})"
+        )
+    figures = ", ".join(
+        f"pass@{p.k} {p.value:.2f} ({_plural(p.tasks, 'task')})" for p in m.pass_at_k
+    )
+    return f"{figures}; correct: reward ≥ {m.correct_at:g}"
+
+
 def metrics_lines(m: RewardMetrics) -> list[str]:
     """The figures in words, for ``status`` and the report (first line: completion)."""
     if m.expected:
@@ -103,11 +117,7 @@ def metrics_lines(m: RewardMetrics) -> list[str]:
     if left_out is not None:
         lines.append(left_out)
     if m.pass_at_k:
-        figures = ", ".join(f"pass@{p.k} {p.value:.2f}" for p in m.pass_at_k)
-        lines.append(
-            f"{figures} (correct: reward ≥ {m.correct_at:g}; "
-            f"{_plural(m.pass_at_k[0].tasks, 'task')})"
-        )
+        lines.append(_pass_line(m))
     if len(m.per_task) > 1:
         low = min(m.per_task, key=lambda t: (t.mean, t.task))
         high = max(m.per_task, key=lambda t: (t.mean, -t.task))
