@@ -27,7 +27,7 @@ from projections import (
     reward_metrics,
 )
 from projections.metrics import pass_at_k, t_quantile_975
-from tests.nemo_gym_070 import OUT, cli, copy_fixture, imported
+from tests.nemo_gym_070 import OUT, SIDECAR, cli, copy_fixture, decision, imported
 from tests.prerequisites import nemo_gym_fixtures
 
 FIXTURES = nemo_gym_fixtures()
@@ -380,3 +380,22 @@ def test_rec_41_counts_add_up_to_expected_on_every_fixture_run(tmp_path: Path) -
         assert sum(counts.values()) == found.expected == 2, prefix
         assert found.complete == found.scored + found.unscored
         assert out.name == OUT
+
+
+def test_rec_35_an_omission_is_never_scored_even_when_held(tmp_path: Path) -> None:
+    """REC-35: no score is invented for an omission, accepted or held."""
+    out = copy_fixture("s03", tmp_path)
+    out.write_text("")  # no complete rollout beside it: the omission is held
+    rows = [
+        json.loads(line) for line in out.with_name(SIDECAR).read_text().splitlines()
+    ]
+    out.with_name(SIDECAR).write_text(
+        "".join(json.dumps({**row, "_ng_omitted": True}) + "\n" for row in rows)
+    )
+    import_run(out, clock=Clock(seed=1))
+    assert decision(out).reason == "unaccepted_omission"
+    found = _metrics(
+        out, count_failure_classes_as_zero=True, count_missing_rollouts_as_zero=True
+    )
+    assert (found.omitted, found.failure_classes, found.missing) == (1, 0, 1)
+    assert (found.n, found.mean) == (1, 0.0)  # only the missing rollout 1 counted
