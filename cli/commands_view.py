@@ -22,6 +22,12 @@ from cli.common import (
     reader,
     writer,
 )
+from cli.figures import (
+    counting_options,
+    keep_collector_metrics,
+    metrics_json,
+    metrics_text,
+)
 
 if TYPE_CHECKING:
     from projections import RunStatus
@@ -29,23 +35,6 @@ if TYPE_CHECKING:
 __all__ = ["check", "export", "head", "history", "results", "status"]
 
 _OUTPUT = click.Path(dir_okay=False, writable=True, path_type=Path)
-
-
-def _counting_options(command: Any) -> Any:
-    """NeMo Gym 0.7.0's two counting options, for the reward figures."""
-    command = click.option(
-        "--count-missing-rollouts-as-zero",
-        "missing_as_zero",
-        is_flag=True,
-        help="Count a rollout with no row at all as a reward of 0 in the figures.",
-    )(command)
-    return click.option(
-        "--count-failure-classes-as-zero",
-        "failures_as_zero",
-        is_flag=True,
-        help="Count an unfinished rollout whose newest row is a failure as a "
-        "reward of 0 in the figures.",
-    )(command)
 
 
 @contextmanager
@@ -83,25 +72,11 @@ def _held(status: RunStatus) -> list[dict[str, Any]]:
     ]
 
 
-def _metrics_json(found: RunStatus) -> dict[str, Any] | None:
-    if found.metrics is None:
-        return None
-    figures = found.metrics.to_dict()
-    figures.pop("schema_version")  # the document's own is at its top
-    return figures
-
-
-def _metrics_text(found: RunStatus) -> list[str]:
-    from projections import metrics_lines
-
-    return [] if found.metrics is None else metrics_lines(found.metrics)
-
-
 @click.command()
 @out_argument
 @click.option("--json", "as_json", is_flag=True, help="One JSON document instead.")
 @click.option("--publish", is_flag=True, help="Take the lock and rewrite the files.")
-@_counting_options
+@counting_options
 def status(
     out: Path,
     as_json: bool,
@@ -150,11 +125,11 @@ def status(
                     {"file": w.file, "rows": w.rows, "first_line": w.first_line}
                     for w in found.waiting
                 ],
-                "metrics": _metrics_json(found),
+                "metrics": metrics_json(found),
             }
         )
         return
-    lines = _metrics_text(found)
+    lines = metrics_text(found)
     lines += run_lines(summary) + coverage_lines(cover)
     lines += [f"held ({len(held)}):"] if held else []
     lines += ["  " + decision_line(h.task, h.rollout, h.decision) for h in found.held]
@@ -255,7 +230,7 @@ def history(
     help="Also write the reward figures to FILE, as NeMo Gym's "
     "aggregate metrics file plus the run's coverage.",
 )
-@_counting_options
+@counting_options
 @quiet_option
 def results(
     out: Path,
@@ -289,6 +264,7 @@ def results(
     import projections
 
     ledger.check_outputs(out, {"-o": output, "--metrics": metrics})
+    keep_collector_metrics(out, metrics)
     encode = msgspec.json.Encoder().encode
     with reader(out) as led:
         figures = projections.AggregateMetrics(led) if metrics is not None else None

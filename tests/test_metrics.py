@@ -399,3 +399,14 @@ def test_rec_35_an_omission_is_never_scored_even_when_held(tmp_path: Path) -> No
     )
     assert (found.omitted, found.failure_classes, found.missing) == (1, 0, 1)
     assert (found.n, found.mean) == (1, 0.0)  # only the missing rollout 1 counted
+
+
+def test_cli_12_metrics_never_overwrite_nemo_gyms_own_file(tmp_path: Path) -> None:
+    """f05 ships NeMo Gym's ``rollouts_aggregate_metrics.json``: it stays as is."""
+    out = imported("f05", tmp_path)
+    own = out.with_name("rollouts_aggregate_metrics.json")
+    before = own.read_bytes()
+    refused = cli("results", out, "-o", tmp_path / "rows.jsonl", "--metrics", own)
+    assert refused.exit_code != 0
+    assert "NeMo Gym wrote for this run" in refused.stderr
+    assert own.read_bytes() == before
