@@ -21,7 +21,6 @@ options beside them; NeMo Gym's readers ignore a key they do not know.
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -81,17 +80,27 @@ class _Values:
             self.fields.setdefault(key, []).append(number)
 
     def stats(self) -> dict[str, float]:
-        found: dict[str, float] = {}
-        for name, summary in (
-            ("mean", statistics.fmean),
-            ("max", max),
-            ("min", min),
-            ("median", statistics.median),
-            ("std", lambda v: statistics.stdev(v) if len(v) > 1 else 0.0),
-        ):
-            for key, values in self.fields.items():
-                found[f"{name}/{key}"] = float(summary(values))
-        return found
+        summaries = {key: _summary(values) for key, values in self.fields.items()}
+        return {
+            f"{name}/{key}": summary[index]
+            for index, name in enumerate(("mean", "max", "min", "median", "std"))
+            for key, summary in summaries.items()
+        }
+
+
+def _summary(values: list[float]) -> tuple[float, float, float, float, float]:
+    """Mean, max, min, median and sample standard deviation (0.0 for one value)."""
+    n = len(values)
+    mean = math.fsum(values) / n
+    ordered = sorted(values)
+    middle = n // 2
+    median = ordered[middle] if n % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    std = (
+        math.sqrt(math.fsum((x - mean) ** 2 for x in values) / (n - 1))
+        if n > 1
+        else 0.0
+    )
+    return mean, ordered[-1], ordered[0], median, std
 
 
 def _agent_of(row: Mapping[str, Any]) -> str | None:
