@@ -266,26 +266,25 @@ def results(
     ledger.check_outputs(out, {"-o": output, "--metrics": metrics})
     keep_collector_metrics(out, metrics)
     encode = msgspec.json.Encoder().encode
-    with reader(out) as led:
-        figures = projections.AggregateMetrics(led) if metrics is not None else None
-        with _sink(out, output) as sink:
-            found = projections.result_rows(led, all=everything)
-            written = 0
-            with progress(
-                found.rows, length=found.count, label="results", quiet=quiet
-            ) as bar:
-                for row in bar:
-                    sink.write(encode(row) + b"\n")
-                    if figures is not None:
-                        figures.add(row)
-                    written += 1
-        if figures is not None:
-            document = figures.document(
-                count_failure_classes_as_zero=failures_as_zero,
-                count_missing_rollouts_as_zero=missing_as_zero,
-            )
-            with _sink(out, metrics, "--metrics") as sink:
-                sink.write(msgspec.json.format(msgspec.json.encode(document)) + b"\n")
+    with reader(out) as led, _sink(out, output) as sink:
+        found = projections.measured_rows(
+            led,
+            all=everything,
+            metrics=metrics is not None,
+            count_failure_classes_as_zero=failures_as_zero,
+            count_missing_rollouts_as_zero=missing_as_zero,
+        )
+        written = 0
+        with progress(
+            found.rows, length=found.count, label="results", quiet=quiet
+        ) as bar:
+            for row in bar:
+                sink.write(encode(row) + b"\n")
+                written += 1
+    if metrics is not None and found.figures is not None:
+        with _sink(out, metrics, "--metrics") as sink:
+            document = msgspec.json.encode(found.figures.document())
+            sink.write(msgspec.json.format(document) + b"\n")
     if output is not None:
         click.echo(f"wrote {written} rows to {output}")
     if metrics is not None:  # on stderr when the rows went to stdout

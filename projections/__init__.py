@@ -6,7 +6,7 @@ check and plan; ``replan`` releases what the decisions allow; ``publish``,
 ``verify``, ``history`` (with its ``History`` and ``HistoryEntry`` values) and
 ``selected_results`` serve the command line, as do ``reward_metrics`` (a
 ``RewardMetrics``: the reward figures, in words by ``metrics_lines``;
-``aggregate_metrics`` and ``AggregateMetrics``: NeMo Gym's file of them),
+``AggregateMetrics``: NeMo Gym's file of them),
 ``config_diff`` and the operator actions (``approve``, ``reset_budget``,
 ``extend_attempts``, ``set_policy``). Everything not in ``__all__`` is
 private and may move.
@@ -17,7 +17,8 @@ as a plan file), ``record_outcomes`` (``RecordedOutcomes``), ``status`` (a
 ``RunStatus``), ``check_run`` (the ``Coverage`` of a complete run),
 ``history``, ``verify_run`` (a ``Verification``), ``approve_held`` (an
 ``Approval``), ``reset_budget``, ``extend_attempts``, ``set_policy``,
-``config_diff``, ``result_rows`` (``ResultRows``), ``audit_export`` (an
+``config_diff``, ``result_rows`` (``ResultRows``; ``measured_rows`` adds
+the reward figures' file, ``MeasuredRows``), ``audit_export`` (an
 ``AuditExport``), ``import_run`` (an ``ImportResult``) and
 ``import_into_store`` (a ``StoreImport``).
 """
@@ -30,7 +31,11 @@ from projections.actions import (
     reset_budget,
     set_policy,
 )
-from projections.aggregate import AggregateMetrics, aggregate_metrics
+from projections.aggregate import (
+    AggregateMetrics,
+    MeasuredRows,
+    measured_rows,
+)
 from projections.config_diff import ConfigDiff, KeyDiff, config_diff
 from projections.coverage import (
     Coverage,
@@ -83,6 +88,7 @@ __all__ = [
     "HistoryEntry",
     "ImportResult",
     "KeyDiff",
+    "MeasuredRows",
     "OperatorResult",
     "PassAtK",
     "Plan",
@@ -97,7 +103,6 @@ __all__ = [
     "TaskMean",
     "Verification",
     "adopt_note",
-    "aggregate_metrics",
     "approve",
     "approve_held",
     "audit_export",
@@ -115,6 +120,7 @@ __all__ = [
     "history",
     "import_into_store",
     "import_run",
+    "measured_rows",
     "metrics_lines",
     "publish",
     "record_outcomes",

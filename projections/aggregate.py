@@ -21,7 +21,8 @@ options beside them; NeMo Gym's readers ignore a key they do not know.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ledger import Ledger
@@ -29,9 +30,10 @@ from projections.coverage import coverage
 from projections.decide import Decision, decide_all
 from projections.metrics import metrics_of, unfinished_kind
 from projections.replay import replay
+from projections.results import result_rows
 from projections.state import RunState
 
-__all__ = ["AggregateMetrics", "aggregate_metrics", "counted_zeros"]
+__all__ = ["AggregateMetrics", "MeasuredRows", "counted_zeros", "measured_rows"]
 
 Decisions = dict[tuple[int, int], Decision]
 
@@ -145,9 +147,20 @@ class AggregateMetrics:
     reads too): a row without ``agent_ref`` takes its materialized input's.
     """
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        *,
+        count_failure_classes_as_zero: bool = False,
+        count_missing_rollouts_as_zero: bool = False,
+    ) -> None:
         self._state = replay(ledger)
         self._decisions = decide_all(self._state)
+        self._options = {
+            "count_failure_classes_as_zero": count_failure_classes_as_zero,
+            "count_missing_rollouts_as_zero": count_missing_rollouts_as_zero,
+        }
+        self._zeros_added = False
         self._agents: dict[str | None, _Values] = {}
         self._groups: dict[str | None, dict[int, _Values]] = {}
 
@@ -170,20 +183,13 @@ class AggregateMetrics:
             agent = None if rollout is None else rollout.agent
         self._add(agent, task, _fields(row))
 
-    def document(
-        self,
-        *,
-        count_failure_classes_as_zero: bool = False,
-        count_missing_rollouts_as_zero: bool = False,
-    ) -> list[dict[str, Any]]:
-        """The document, once every row was added."""
-        state, decisions = self._state, self._decisions
-        options = {
-            "count_failure_classes_as_zero": count_failure_classes_as_zero,
-            "count_missing_rollouts_as_zero": count_missing_rollouts_as_zero,
-        }
-        for agent, task in counted_zeros(state, decisions, **options):
-            self._add(agent, task, {"reward": 0.0})
+    def document(self) -> list[dict[str, Any]]:
+        """The document, once every row was added (the options' zeros go last)."""
+        state, decisions, options = self._state, self._decisions, self._options
+        if not self._zeros_added:
+            self._zeros_added = True
+            for agent, task in counted_zeros(state, decisions, **options):
+                self._add(agent, task, {"reward": 0.0})
         metrics = metrics_of(state, decisions, **options)
         ours = {
             "schema_version": 1,
@@ -224,18 +230,45 @@ class AggregateMetrics:
         return entries
 
 
-def aggregate_metrics(
+@dataclass(frozen=True)
+class MeasuredRows:
+    """``result_rows``' rows, and the metrics document they feed as they stream.
+
+    ``figures`` is ``None`` unless asked for; its ``document()`` is whole once
+    ``rows`` is exhausted.
+    """
+
+    count: int
+    rows: Iterator[dict[str, Any]]
+    figures: AggregateMetrics | None
+
+
+def measured_rows(
     ledger: Ledger,
-    rows: Iterable[Mapping[str, Any]],
     *,
+    all: bool = False,
+    metrics: bool = False,
     count_failure_classes_as_zero: bool = False,
     count_missing_rollouts_as_zero: bool = False,
-) -> list[dict[str, Any]]:
-    """NeMo Gym's aggregate metrics document of ``rows`` (already read)."""
-    builder = AggregateMetrics(ledger)
-    for row in rows:
-        builder.add(row)
-    return builder.document(
+) -> MeasuredRows:
+    """CLI-12's rows (``result_rows``) and, with ``metrics``, their figures.
+
+    The figures cost one more replay and decision pass over the run.
+    """
+    found = result_rows(ledger, all=all)
+    if not metrics:
+        return MeasuredRows(found.count, found.rows, None)
+    figures = AggregateMetrics(
+        ledger,
         count_failure_classes_as_zero=count_failure_classes_as_zero,
         count_missing_rollouts_as_zero=count_missing_rollouts_as_zero,
     )
+    return MeasuredRows(found.count, _feeding(found.rows, figures), figures)
+
+
+def _feeding(
+    rows: Iterable[dict[str, Any]], figures: AggregateMetrics
+) -> Iterator[dict[str, Any]]:
+    for row in rows:
+        figures.add(row)
+        yield row
