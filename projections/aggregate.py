@@ -246,16 +246,17 @@ class MeasuredRows:
 def measured_rows(
     ledger: Ledger,
     *,
-    all: bool = False,
     metrics: bool = False,
     count_failure_classes_as_zero: bool = False,
     count_missing_rollouts_as_zero: bool = False,
+    **options: bool,
 ) -> MeasuredRows:
     """CLI-12's rows (``result_rows``) and, with ``metrics``, their figures.
 
-    The figures cost one more replay and decision pass over the run.
+    ``options`` are ``result_rows``' own (``all``). The figures cost one more
+    replay and decision pass over the run.
     """
-    found = result_rows(ledger, all=all)
+    found = result_rows(ledger, **options)
     if not metrics:
         return MeasuredRows(found.count, found.rows, None)
     figures = AggregateMetrics(
