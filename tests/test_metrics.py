@@ -245,11 +245,15 @@ def test_count_failure_classes_as_zero_counts_the_failed_rollout(
     assert counted.to_dict()["per_task"]["tasks"] == [
         {"task": 0, "rollouts": 2, "mean": 0.5}
     ]
-    text = cli("status", out, "--count-failure-classes-as-zero").output
-    assert (
-        "over 2 rollouts: 1 scored, 1 failed counted as zero "
-        "(count failure classes as zero)"
-    ) in text
+    text = cli("status", out, "--count-failure-classes-as-zero").output.splitlines()
+    assert text[1] == (
+        "mean reward 0.50 ± 0.50 (95% interval -5.85\u20136.85) over 2 rollouts: "
+        "1 scored, 1 failed counted as zero (--count-failure-classes-as-zero)"
+    )
+    assert text[2] == (
+        "pass@1 0.50, pass@2 1.00 (correct: reward ≥ 1; 1 task; "
+        "1 rollout counted as zero)"
+    )
     hint = cli("status", out).output.splitlines()[2]
     assert hint == (
         "left out of the mean: 1 failed "
