@@ -24,6 +24,12 @@ from cli.common import (
     reader,
     writer,
 )
+from cli.figures import (
+    counting_options,
+    keep_collector_metrics,
+    metrics_json,
+    metrics_text,
+)
 from cli.progress import working
 
 if TYPE_CHECKING:
@@ -35,7 +41,7 @@ _OUTPUT = click.Path(dir_okay=False, writable=True, path_type=Path)
 
 
 @contextmanager
-def _sink(out: Path | str, path: Path | None) -> Iterator[Any]:
+def _sink(out: Path | str, path: Path | None, option: str = "-o") -> Iterator[Any]:
     """``path`` written through a temporary file that replaces it; else stdout.
 
     ``path`` is checked first: never a file of the run, nor in its ledger
@@ -44,7 +50,7 @@ def _sink(out: Path | str, path: Path | None) -> Iterator[Any]:
     """
     import ledger
 
-    ledger.check_outputs(out, {"-o": path})
+    ledger.check_outputs(out, {option: path})
     if path is None:
         with click.open_file("-", "wb") as stdout:
             yield stdout
@@ -54,7 +60,9 @@ def _sink(out: Path | str, path: Path | None) -> Iterator[Any]:
         handle = open(temporary, "wb")  # noqa: SIM115  # closed below
     except OSError as exc:  # -o nosuchdir/x, a name too long, no permission
         raise ledger.ConfigError(
-            f"cannot write -o {path}: {exc.strerror or exc}", key="output", path=path
+            f"cannot write {option} {path}: {exc.strerror or exc}",
+            key="output" if option == "-o" else option.lstrip("-"),
+            path=path,
         ) from None
     try:
         try:
@@ -84,10 +92,19 @@ def _held(status: RunStatus) -> list[dict[str, Any]]:
 @out_argument
 @click.option("--json", "as_json", is_flag=True, help="One JSON document instead.")
 @click.option("--publish", is_flag=True, help="Take the lock and rewrite the files.")
-def status(out: Path, as_json: bool, publish: bool) -> None:
+@counting_options
+def status(
+    out: Path,
+    as_json: bool,
+    publish: bool,
+    failures_as_zero: bool,
+    missing_as_zero: bool,
+) -> None:
     """Show the run's manifest summary and coverage (CLI-6).
 
-    The coverage of REC-41 as a table, the manifest summary (run id, digests,
+    First how many rollouts are complete and the reward figures of the
+    selected results (mean, standard error, 95% interval, pass@k); then the
+    coverage of REC-41 as a table, the manifest summary (run id, digests,
     cap and extension, policy, drift and overrides), held rollouts with reasons
     and kinds, pending repairs, and rows waiting to be adopted (appended without
     the ledger, by NeMo Gym's own --resume, say). --publish takes the run lock
@@ -102,7 +119,12 @@ def status(out: Path, as_json: bool, publish: bool) -> None:
 
     opened = writer(out) if publish else reader(out)
     with working("reading the run"), opened as led:
-        found = projections.status(led, publish=publish)
+        found = projections.status(
+            led,
+            publish=publish,
+            count_failure_classes_as_zero=failures_as_zero,
+            count_missing_rollouts_as_zero=missing_as_zero,
+        )
     for row in found.changed:  # R-7: on stderr, --json too
         click.echo(
             f"rollout-ledger: warning: {row}; run `rollout-ledger verify`", err=True
@@ -124,10 +146,12 @@ def status(out: Path, as_json: bool, publish: bool) -> None:
                     {"file": w.file, "rows": w.rows, "first_line": w.first_line}
                     for w in found.waiting
                 ],
+                "metrics": metrics_json(found),
             }
         )
         return
-    lines = run_lines(summary) + coverage_lines(cover)
+    lines = metrics_text(found)
+    lines += run_lines(summary) + coverage_lines(cover)
     lines += [f"held ({len(held)}):"] if held else []
     lines += ["  " + decision_line(h.task, h.rollout, h.decision) for h in found.held]
     lines += [f"pending repairs ({len(repairs)}):"] if repairs else []
@@ -250,9 +274,23 @@ def _page(lines: list[str]) -> None:
     is_flag=True,
     help="Write a row edited since it was recorded as it stands, with a warning.",
 )
+@click.option(
+    "--metrics",
+    type=_OUTPUT,
+    help="Also write the reward figures to FILE, as NeMo Gym's "
+    "aggregate metrics file plus the run's coverage.",
+)
+@counting_options
 @quiet_option
 def results(
-    out: Path, output: Path | None, everything: bool, allow_changed: bool, quiet: bool
+    out: Path,
+    output: Path | None,
+    everything: bool,
+    allow_changed: bool,
+    metrics: Path | None,
+    failures_as_zero: bool,
+    missing_as_zero: bool,
+    quiet: bool,
 ) -> None:
     """Write the selected result of each rollout as JSONL (CLI-12).
 
@@ -262,20 +300,34 @@ def results(
     --all adds every unfinished rollout with its decision and no reward.
     A row edited since it was recorded stops the output (exit 5, naming its
     file and line) unless --allow-changed.
+    --metrics FILE also writes the figures of the complete rollouts in the
+    shape of NeMo Gym's <stem>_aggregate_metrics.json, with the run's reward
+    figures and coverage under "rollout_ledger"; the two counting options
+    change those figures and are stated beside them.
 
     \b
     Example:
       rollout-ledger results results/rollouts.jsonl -o selected.jsonl
+      rollout-ledger results results/rollouts.jsonl -o selected.jsonl \\
+        --metrics selected_aggregate_metrics.json
     """
     import msgspec
 
+    import ledger
     import projections
 
+    ledger.check_outputs(out, {"-o": output, "--metrics": metrics})
+    keep_collector_metrics(out, metrics)
     encode = msgspec.json.Encoder().encode
     with reader(out) as led, _sink(out, output) as sink:
         with working("reading the run", quiet=quiet):
-            found = projections.result_rows(
-                led, all=everything, allow_changed=allow_changed
+            found = projections.measured_rows(
+                led,
+                all=everything,
+                allow_changed=allow_changed,
+                metrics=metrics is not None,
+                count_failure_classes_as_zero=failures_as_zero,
+                count_missing_rollouts_as_zero=missing_as_zero,
             )
         written = 0
         with progress(
@@ -284,8 +336,14 @@ def results(
             for row in bar:
                 sink.write(encode(row) + b"\n")
                 written += 1
+    if metrics is not None and found.figures is not None:
+        with _sink(out, metrics, "--metrics") as sink:
+            document = msgspec.json.encode(found.figures.document())
+            sink.write(msgspec.json.format(document) + b"\n")
     if output is not None:
         click.echo(f"wrote {written} rows to {output}")
+    if metrics is not None:  # on stderr when the rows went to stdout
+        click.echo(f"wrote the reward figures to {metrics}", err=output is None)
 
 
 @click.command()

@@ -4,9 +4,11 @@
 rollout; ``coverage`` and ``check_complete`` summarize; ``gate`` and ``resume``
 check and plan; ``replan`` releases what the decisions allow; ``publish``,
 ``verify``, ``history`` (with its ``History`` and ``HistoryEntry`` values) and
-``selected_results`` serve the command line, as do ``config_diff`` and the
-operator actions (``approve``, ``reset_budget``, ``extend_attempts``,
-``set_policy``). Everything not in ``__all__`` is
+``selected_results`` serve the command line, as do ``reward_metrics`` (a
+``RewardMetrics``: the reward figures, in words by ``metrics_lines``;
+``AggregateMetrics``: NeMo Gym's file of them),
+``config_diff`` and the operator actions (``approve``, ``reset_budget``,
+``extend_attempts``, ``set_policy``). Everything not in ``__all__`` is
 private and may move.
 
 Each command calls one of these and renders what it returns: ``create_run``
@@ -15,7 +17,8 @@ as a plan file), ``record_outcomes`` (``RecordedOutcomes``), ``status`` (a
 ``RunStatus``), ``check_run`` (the ``Coverage`` of a complete run),
 ``history``, ``verify_run`` (a ``Verification``), ``approve_held`` (an
 ``Approval``), ``reset_budget``, ``extend_attempts``, ``set_policy``,
-``config_diff``, ``result_rows`` (``ResultRows``), ``audit_export`` (an
+``config_diff``, ``result_rows`` (``ResultRows``; ``measured_rows`` adds
+the reward figures' file, ``MeasuredRows``), ``audit_export`` (an
 ``AuditExport``), ``import_run`` (an ``ImportResult``) and
 ``import_into_store`` (a ``StoreImport``).
 """
@@ -28,6 +31,11 @@ from projections.actions import (
     reset_budget,
     set_policy,
 )
+from projections.aggregate import (
+    AggregateMetrics,
+    MeasuredRows,
+    measured_rows,
+)
 from projections.config_diff import ConfigDiff, KeyDiff, config_diff
 from projections.coverage import (
     Coverage,
@@ -39,6 +47,8 @@ from projections.decide import Decision, decide, decide_all
 from projections.gate import GateVerdict, gate
 from projections.history import History, HistoryEntry, history
 from projections.importing import import_run
+from projections.metrics import PassAtK, RewardMetrics, TaskMean, reward_metrics
+from projections.metrics_text import metrics_lines
 from projections.plan import HeldItem, Plan, RejudgeItem
 from projections.publish import publish
 from projections.replan import replan
@@ -64,6 +74,7 @@ from projections.status import RunStatus, adopt_note, check_run, status
 from projections.verify import Verification, verify_run
 
 __all__ = [
+    "AggregateMetrics",
     "Approval",
     "AuditExport",
     "ChangedRow",
@@ -78,15 +89,19 @@ __all__ = [
     "HistoryEntry",
     "ImportResult",
     "KeyDiff",
+    "MeasuredRows",
     "OperatorResult",
+    "PassAtK",
     "Plan",
     "RecordedOutcomes",
     "RejudgeItem",
     "ResultRows",
     "Resume",
+    "RewardMetrics",
     "RunState",
     "RunStatus",
     "StoreImport",
+    "TaskMean",
     "Verification",
     "adopt_note",
     "approve",
@@ -107,6 +122,8 @@ __all__ = [
     "history",
     "import_into_store",
     "import_run",
+    "measured_rows",
+    "metrics_lines",
     "publish",
     "record_outcomes",
     "replan",
@@ -115,6 +132,7 @@ __all__ = [
     "result_rows",
     "resume",
     "resume_with_plan_file",
+    "reward_metrics",
     "selected_results",
     "set_policy",
     "status",

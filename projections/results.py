@@ -25,7 +25,6 @@ from ledger.event_views import (
 )
 from ledger.events import Location
 from ledger.store.port import RowReader, RunFiles
-from projections.coverage import coverage
 from projections.decide import Decision, decide_all
 from projections.replay import replay
 from projections.state import RolloutState, RunState

@@ -67,8 +67,16 @@ def snapshot(run: CliRun) -> dict[str, bytes]:
 def test_cli_6_status_prints_the_summary_coverage_and_held(mixed: CliRun) -> None:
     before = snapshot(mixed)
     result = mixed.ok("status", mixed.out)
-    head = result.stdout.splitlines()[5]
+    head = result.stdout.splitlines()[10]
     assert result.stdout == (
+        # Issue 16: the completion and the reward figures lead.
+        "4 of 6 complete (66.7%)\n"
+        "mean reward 0.75 ± 0.25 (95% interval -0.05\u20131.55) over 4 scored "
+        "rollouts\n"
+        "left out of the mean: 2 failed (--count-failure-classes-as-zero counts "
+        "them as zero)\n"
+        "pass@1 0.83 (3 tasks), pass@2 1.00 (1 task); correct: reward ≥ 1\n"
+        "per task: 3 tasks, means from 0.50 (task 1) to 1.00 (task 0)\n"
         f"run {RUN_ID} created 2026-01-01T00:00:00.000000Z\n"
         "  config b5a4234d9101  inputs 33ab7aae88fe  source unverified\n"
         "  attempts: cap 3 (3 + 0 extension)\n"
@@ -97,7 +105,14 @@ def test_cli_6_status_prints_the_summary_coverage_and_held(mixed: CliRun) -> Non
 def test_cli_6_status_json_has_run_and_coverage(mixed: CliRun) -> None:
     status = json.loads(mixed.ok("status", mixed.out, "--json").stdout)
     published = json.loads((mixed.ledger_dir / "coverage.json").read_text())
-    assert set(status) == {"run", "coverage", "held", "pending_repairs", "waiting"}
+    assert set(status) == {
+        "run",
+        "coverage",
+        "held",
+        "pending_repairs",
+        "waiting",
+        "metrics",
+    }
     assert status["coverage"]["decisions"] == {
         "pending": 0,
         "retry": 1,
