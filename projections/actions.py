@@ -5,13 +5,15 @@ state saw (a concurrent append is a ``ConcurrencyConflict``), replays, and
 republishes. The result holds the decisions before and after, so a caller can
 show what changed in the plan. The caller holds the run lock (a writer ledger);
 ``approve_held`` with ``dry_run`` only reads, and chooses the attempts the
-``approve`` command names.
+``approve`` command names; the other actions' ``dry_run`` folds the event they
+would append in memory and returns the decisions it would make, appending
+nothing (a reader ledger serves).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -25,12 +27,15 @@ from ledger import (
     bounded,
 )
 from ledger.events import (
+    AnyEvent,
     AttemptsExtended,
     Event,
     FailureBudgetReset,
     PolicyChange,
     PolicyChanged,
     RerunApproved,
+    StoredEvent,
+    kind_of,
 )
 from ledger.policy.log import policy_changes, policy_from_json
 from projections.decide import Decision, decide_all
@@ -56,27 +61,63 @@ Decisions = dict[tuple[int, int], Decision]
 
 
 class OperatorResult(msgspec.Struct):
-    """What an operator action recorded, and the decisions around it."""
+    """What an operator action recorded, and the decisions around it.
+
+    With ``dry_run``, ``recorded`` holds what the action would record, and
+    ``after`` and ``state`` what it would make; nothing was appended.
+    """
 
     recorded: list[Event]
     before: Decisions
     after: Decisions
     state: RunState  # after the action
     previous: RunState  # before it
+    dry_run: bool = False
 
 
 def append_operator_events(
-    ledger: Ledger, state: RunState, bodies: Sequence[Event], *, actor: str
+    ledger: Ledger,
+    state: RunState,
+    bodies: Sequence[Event],
+    *,
+    actor: str,
+    dry_run: bool = False,
 ) -> OperatorResult:
-    """Append ``bodies`` at the head ``state`` saw, replay and republish."""
+    """Append ``bodies`` at the head ``state`` saw, replay and republish.
+
+    ``dry_run``: fold them in memory instead, after the whole log (a policy
+    change applies to every outcome on replay, REC-60), and append nothing.
+    """
     before = decide_all(state)
     if not bodies:
-        return OperatorResult([], before, before, state, state)
+        return OperatorResult([], before, before, state, state, dry_run)
+    if dry_run:
+        would_be = replay([*ledger.events(), *_pending(ledger, bodies)])
+        return OperatorResult(
+            list(bodies), before, decide_all(would_be), would_be, state, True
+        )
     ledger.append_many(bodies, expected_seq=state.as_of_seq, actor=actor)
     after_state = replay(ledger)
     after = decide_all(after_state)
     publish(ledger, after_state, after)
     return OperatorResult(list(bodies), before, after, after_state, state)
+
+
+def _pending(ledger: Ledger, bodies: Sequence[Event]) -> list[StoredEvent]:
+    """``bodies`` as the events after the head; their time and hashes unknown."""
+    seq, head = ledger.head()
+    return [
+        StoredEvent(
+            seq=seq + offset,
+            kind=kind_of(body),
+            at="",
+            actor="",
+            body=cast(AnyEvent, body),
+            prev_hash=head,
+            hash=head,
+        )
+        for offset, body in enumerate(bodies, start=1)
+    ]
 
 
 def held_attempts(
@@ -247,7 +288,7 @@ def approve_held(
 
 
 def extend_attempts(
-    ledger: Ledger, total: int, *, reason: str, actor: str
+    ledger: Ledger, total: int, *, reason: str, actor: str, dry_run: bool = False
 ) -> OperatorResult:
     """REC-11: record ``total`` only when it exceeds the extension in force."""
     total = bounded(
@@ -261,10 +302,12 @@ def extend_attempts(
     bodies: list[Event] = []
     if total > state.extension:
         bodies.append(AttemptsExtended(total=total, reason=reason))
-    return append_operator_events(ledger, state, bodies, actor=actor)
+    return append_operator_events(ledger, state, bodies, actor=actor, dry_run=dry_run)
 
 
-def reset_budget(ledger: Ledger, *, reason: str, actor: str) -> OperatorResult:
+def reset_budget(
+    ledger: Ledger, *, reason: str, actor: str, dry_run: bool = False
+) -> OperatorResult:
     """REC-16: only on a ledger that verifies (chain and files); then reset."""
     problems = [f for f in verify(ledger) if f.check != "published"]
     if problems:
@@ -278,7 +321,7 @@ def reset_budget(ledger: Ledger, *, reason: str, actor: str) -> OperatorResult:
     body = FailureBudgetReset(
         excluded_lines=lines, before_seq=state.as_of_seq, reason=reason
     )
-    return append_operator_events(ledger, state, [body], actor=actor)
+    return append_operator_events(ledger, state, [body], actor=actor, dry_run=dry_run)
 
 
 def _failure_classes(state: RunState) -> frozenset[str]:
@@ -292,7 +335,12 @@ def _failure_classes(state: RunState) -> frozenset[str]:
 
 
 def set_policy(
-    ledger: Ledger, settings: Mapping[str, Any], *, reason: str, actor: str
+    ledger: Ledger,
+    settings: Mapping[str, Any],
+    *,
+    reason: str,
+    actor: str,
+    dry_run: bool = False,
 ) -> tuple[dict[str, PolicyChange], OperatorResult]:
     """REC-60: record the settings that change the policy in force, if any.
 
@@ -305,4 +353,6 @@ def set_policy(
     bodies: list[Event] = (
         [PolicyChanged(changes=changes, reason=reason)] if changes else []
     )
-    return changes, append_operator_events(ledger, state, bodies, actor=actor)
+    return changes, append_operator_events(
+        ledger, state, bodies, actor=actor, dry_run=dry_run
+    )
