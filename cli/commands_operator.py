@@ -161,7 +161,7 @@ def approve(
         click.echo(line)
     if not approval.chosen:
         click.echo("no held rollout matches; nothing recorded")
-    elif approval.result is not None:
+    elif approval.result is not None and not dry_run:
         _show(approval.result)
 
 

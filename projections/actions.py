@@ -217,12 +217,13 @@ def _append_approvals(
     *,
     reason: str,
     actor: str,
+    dry_run: bool = False,
 ) -> OperatorResult:
     bodies: list[Event] = [
         RerunApproved(task=task, rollout=rollout, attempt=attempt, reason=reason)
         for task, rollout, attempt in named
     ]
-    return append_operator_events(ledger, state, bodies, actor=actor)
+    return append_operator_events(ledger, state, bodies, actor=actor, dry_run=dry_run)
 
 
 def _require_rollout(state: RunState, task: int, rollout: int, attempt: int) -> None:
@@ -247,7 +248,8 @@ class Approval(msgspec.Struct, frozen=True, kw_only=True):
     """The attempts an approval names, and what recording them did."""
 
     chosen: tuple[ApprovalChoice, ...]
-    #: ``None`` when nothing was recorded (a dry run, or no attempt chosen).
+    #: ``None`` when no attempt was chosen; a dry run's is its preview
+    #: (``result.dry_run``), nothing recorded.
     result: OperatorResult | None
 
 
@@ -264,7 +266,8 @@ def approve_held(
     """REC-25: approve the named ``attempt``, else every held rollout's attempt.
 
     ``reason_held`` and ``kind`` narrow the held rollouts (REC-26); with
-    ``dry_run`` the chosen attempts are returned and nothing is recorded.
+    ``dry_run`` the chosen attempts and the plan they would make are returned
+    and nothing is recorded.
     """
     if attempt is not None and (reason_held or kind):
         raise ConfigError("reason_held and kind narrow held rollouts, not an attempt")
@@ -279,11 +282,13 @@ def approve_held(
     else:
         _require_held(ledger, state, decisions, attempt)  # a dry run tells it too
         chosen = (ApprovalChoice(*attempt),)
-    if dry_run or not chosen:
+    if not chosen:
         return Approval(chosen=chosen, result=None)
     named = [(c.task, c.rollout, c.attempt) for c in chosen]
     # Each chosen attempt is held: checked above, or chosen among the held.
-    result = _append_approvals(ledger, state, named, reason=reason, actor=actor)
+    result = _append_approvals(
+        ledger, state, named, reason=reason, actor=actor, dry_run=dry_run
+    )
     return Approval(chosen=chosen, result=result)
 
 
