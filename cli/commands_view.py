@@ -99,7 +99,6 @@ def status_document(found: RunStatus) -> dict[str, Any]:
             {"file": w.file, "rows": w.rows, "first_line": w.first_line}
             for w in found.waiting
         ],
-        "published": bool(found.published),
     }
 
 

@@ -1,0 +1,204 @@
+"""CLI-10, CLI-11, CLI-16: previews, one spelling per flag, exit codes to branch on.
+
+Each operator action's ``--dry-run`` prints what it would record and the plan
+it would make, and records nothing (the head seq and every file unchanged);
+the plan it previews is the plan the action then makes. ``diff-config`` exits
+3 when resume would refuse (CLI-1). Options share one spelling across commands;
+older spellings still work, unlisted.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from cli import main
+from ledger import Ledger
+from tests.test_cli_operator import build_capped, build_held
+from tests.test_cli_support import CliRun, Templates, read_jsonl, templates
+
+__all__ = ["templates"]
+
+#: The commands that record something, each of which takes --dry-run.
+RECORDING = {
+    "approve",
+    "extend-attempts",
+    "import",
+    "policy",
+    "reset-budget",
+    "resume",
+}
+
+
+def head_seq(run: CliRun) -> int:
+    with Ledger.open(run.out) as led:
+        return led.head()[0]
+
+
+def files(run: CliRun) -> dict[str, bytes]:
+    """Every file of the run but the database (a reader may touch its WAL)."""
+    return {
+        str(p): p.read_bytes()
+        for p in sorted(run.out.parent.rglob("*"))
+        if p.is_file() and not p.name.startswith("ledger.db")
+    }
+
+
+@pytest.fixture
+def held(tmp_path: Path, templates: Templates) -> CliRun:
+    """Two held rollouts, one retry, three complete."""
+    return templates("held", tmp_path, build_held)
+
+
+@pytest.fixture
+def capped(tmp_path: Path, templates: Templates) -> CliRun:
+    """One rollout, one attempt per rollout: it exhausted its cap."""
+    return templates("capped", tmp_path, build_capped, tasks=1, rollouts=1)
+
+
+ACTIONS: dict[str, tuple[str, list[Any]]] = {
+    # REC-60: a kind's side changes a held rollout's decision.
+    "policy": ("held", ["--set", "side_overrides.session_lost=model"]),
+    "approve": ("held", ["--all-held"]),  # REC-25
+    "reset-budget": ("capped", []),  # REC-16: the exhausted rollout retries
+    "extend-attempts": ("capped", ["1"]),  # REC-11: so does a raised cap
+}
+
+
+def invoke_json(run: CliRun, *args: Any) -> dict[str, Any]:
+    result = run.invoke(*args, "--json")
+    assert result.exit_code == 0, result.stderr
+    found: dict[str, Any] = json.loads(result.stdout)
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(ACTIONS))
+def test_cli_10_dry_run_records_nothing_and_previews_the_plan(
+    request: pytest.FixtureRequest, name: str
+) -> None:
+    """REC-11, REC-16, REC-25, REC-60 previewed: the preview is what happens."""
+    fixture, extra = ACTIONS[name]
+    run: CliRun = request.getfixturevalue(fixture)
+    args = [name, run.out, *extra, "--reason", "why"]
+    seq, before = head_seq(run), files(run)
+    preview = invoke_json(run, *args, "--dry-run")
+    assert head_seq(run) == seq
+    assert files(run) == before
+    assert (preview["dry_run"], preview["recorded"]) == (True, False)
+    assert preview["plan_change"]["rollouts"], preview
+    done = invoke_json(run, *args)
+    assert (done["dry_run"], done["recorded"]) == (False, True)
+    assert head_seq(run) > seq
+    assert done["plan_change"] == preview["plan_change"]
+
+
+@pytest.mark.parametrize("name", ["policy", "reset-budget", "extend-attempts"])
+def test_cli_10_dry_run_text_says_would_and_nothing_recorded(
+    request: pytest.FixtureRequest, name: str
+) -> None:
+    fixture, extra = ACTIONS[name]
+    run: CliRun = request.getfixturevalue(fixture)
+    seq = head_seq(run)
+    result = run.ok(name, run.out, *extra, "--reason", "why", "--dry-run")
+    assert result.stdout.splitlines()[0].startswith("would ")
+    assert "would make plan changes (1 rollouts):" in result.stdout
+    assert result.stdout.endswith("dry run: nothing was recorded\n")
+    assert head_seq(run) == seq
+
+
+def test_cli_10_policy_dry_run_refuses_a_bad_value_as_the_change_does(
+    held: CliRun,
+) -> None:
+    """REC-60: a preview validates as the change would, and records nothing."""
+    seq = head_seq(held)
+    args = ["policy", held.out, "--set", "fault_share=abc", "--reason", "why"]
+    assert held.invoke(*args, "--dry-run").exit_code == 3
+    assert head_seq(held) == seq
+
+
+# -- CLI-11: diff-config exit codes --------------------------------------------------
+
+
+def diff_args(run: CliRun, config: dict[str, Any]) -> list[Any]:
+    return [
+        "diff-config",
+        run.out,
+        "--config",
+        run.write_config("c.yaml", config),
+        "--global-config",
+        run.servers,
+    ]
+
+
+def test_cli_11_diff_config_exits_3_when_resume_would_refuse(held: CliRun) -> None:
+    """CLI-1, REC-53: a semantic key changed; the same verdict resume reaches."""
+    params = {"temperature": 0.6, "top_p": 0.95, "max_output_tokens": 8192}
+    args = diff_args(held, {**held.config_data, "responses_create_params": params})
+    result = held.invoke(*args)
+    assert result.exit_code == 3
+    assert "resume would refuse" in result.stdout.splitlines()[-1]
+    found = held.invoke(*args, "--json")
+    assert found.exit_code == 3
+    document = json.loads(found.stdout)
+    assert document["resume"] == "refuse"
+    key = "collection.responses_create_params.max_output_tokens"
+    assert document["refused_keys"] == [key]
+    resumed = held.invoke("resume", held.out, *args[2:], "--dry-run")
+    assert resumed.exit_code == 3  # what diff-config foretold
+
+
+def test_cli_11_diff_config_exits_0_when_resume_would_proceed(held: CliRun) -> None:
+    """Operational drift only (REC-54): resume proceeds, so exit 0."""
+    args = diff_args(held, {**held.config_data, "num_samples_in_parallel": 8})
+    result = held.invoke(*args)
+    assert result.exit_code == 0
+    assert result.stdout.endswith("resume would proceed\n")
+    assert json.loads(held.invoke(*args, "--json").stdout)["resume"] == "proceed"
+
+
+# -- CLI-16: one spelling per flag ---------------------------------------------------
+
+
+def options(name: str) -> list[list[str]]:
+    command = main.commands[name]
+    return [list(p.opts) for p in command.params if p.opts[0].startswith("-")]
+
+
+def help_text(name: str) -> str:
+    result = CliRunner().invoke(main, [name, "--help"], catch_exceptions=False)
+    assert result.exit_code == 0
+    return result.stdout
+
+
+@pytest.mark.parametrize("name", sorted(main.commands))
+def test_cli_16_one_spelling_per_flag(name: str) -> None:
+    """-o/--output, -q/--quiet, --json, --dry-run: the same names everywhere."""
+    for opts in options(name):
+        if "--output" in opts:
+            assert "-o" in opts, (name, opts)
+        if "--quiet" in opts:
+            assert "-q" in opts, (name, opts)
+        if "-o" in opts:
+            assert "--output" in opts, (name, opts)
+    flat = {opt for opts in options(name) for opt in opts}
+    assert "--json" in flat
+    if name in RECORDING:
+        assert "--dry-run" in flat
+    assert "--plan-out" not in help_text(name)
+
+
+def test_cli_4_resume_plan_out_still_works_as_a_hidden_spelling_of_o(
+    held: CliRun,
+) -> None:
+    """CLI-4: scripts written with --plan-out keep working; help shows -o."""
+    assert "-o, --output" in help_text("resume")
+    plan = held.folder / "old.jsonl"
+    held.ok("resume", held.out, *held.config_args(), "--plan-out", plan)
+    assert read_jsonl(plan)
+    plan2 = held.folder / "new.jsonl"
+    held.ok("resume", held.out, *held.config_args(), "--output", plan2)
+    assert read_jsonl(plan2)
