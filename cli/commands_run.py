@@ -10,6 +10,7 @@ import click
 from cli.common import (
     config_options,
     count,
+    dry_run_option,
     echo_json,
     json_option,
     load_config,
@@ -248,8 +249,9 @@ _RECORDED = {
 @click.command()
 @out_argument
 @click.argument("rows_file", metavar="ROWS.jsonl", type=_FILE)
+@dry_run_option
 @json_option
-def record(out: Path, rows_file: Path, as_json: bool) -> None:
+def record(out: Path, rows_file: Path, dry_run: bool, as_json: bool) -> None:
     """Record the outcome rows of a plan file's collector (CLI-5).
 
     Each row names a released attempt of this run (reserved, then recorded)
@@ -264,17 +266,24 @@ def record(out: Path, rows_file: Path, as_json: bool) -> None:
     """
     import projections
 
-    recorded = projections.record_outcomes(out, rows_file, clock=run_clock())
+    recorded = projections.record_outcomes(
+        out, rows_file, clock=run_clock(), dry_run=dry_run
+    )
     counts = recorded.counts
     parts = [f"{counts.get(kind, 0)} {name}" for kind, name in _RECORDED.items()]
     skipped = counts.get("already_recorded", 0)
     if as_json:
         events = {k: n for k, n in counts.items() if k != "already_recorded"}
         rows = {"read": recorded.rows, "recorded": recorded.rows - skipped}
-        echo_json({"rows": rows | {"skipped": skipped}, "events": events})
+        document = {"rows": rows | {"skipped": skipped}, "events": events}
+        echo_json(document | {"dry_run": dry_run})
         return
     click.echo(
-        f"recorded {recorded.rows - skipped} rows: {', '.join(parts)} "
-        f"({counts.get('attempt_reserved', 0)} attempts reserved)"
+        f"{'would record' if dry_run else 'recorded'} {recorded.rows - skipped} "
+        f"rows: {', '.join(parts)} "
+        f"({counts.get('attempt_reserved', 0)} attempts "
+        f"{'to reserve' if dry_run else 'reserved'})"
         + (f"; {skipped} rows were recorded already, skipped" if skipped else "")
     )
+    if dry_run:
+        click.echo("dry run: nothing was recorded")

@@ -19,9 +19,17 @@ from click.testing import CliRunner
 from cli import main
 from ledger import Ledger
 from tests.test_cli_operator import build_capped, build_held
-from tests.test_cli_support import CliRun, Templates, read_jsonl, templates
+from tests.test_cli_support import (
+    CliRun,
+    Templates,
+    cli_run,
+    graded,
+    read_jsonl,
+    templates,
+    write_jsonl,
+)
 
-__all__ = ["templates"]
+__all__ = ["cli_run", "templates"]
 
 #: The commands that record something, each of which takes --dry-run.
 RECORDING = {
@@ -29,6 +37,7 @@ RECORDING = {
     "extend-attempts",
     "import",
     "policy",
+    "record",
     "reset-budget",
     "resume",
 }
@@ -118,6 +127,33 @@ def test_cli_10_policy_dry_run_refuses_a_bad_value_as_the_change_does(
     args = ["policy", held.out, "--set", "fault_share=abc", "--reason", "why"]
     assert held.invoke(*args, "--dry-run").exit_code == 3
     assert head_seq(held) == seq
+
+
+def test_cli_5_record_dry_run_checks_every_row_and_records_nothing(
+    cli_run: CliRun,
+) -> None:
+    """CLI-5: the preview counts what recording appends; a bad row refuses it."""
+    _, plan = cli_run.resume()
+    rows = write_jsonl(
+        cli_run.folder / "outcomes.jsonl", [{**line, **graded()} for line in plan]
+    )
+    seq, before = head_seq(cli_run), files(cli_run)
+    preview = invoke_json(cli_run, "record", cli_run.out, rows, "--dry-run")
+    assert head_seq(cli_run) == seq
+    assert files(cli_run) == before  # no row written to OUT either
+    assert preview["dry_run"] is True
+    text = cli_run.ok("record", cli_run.out, rows, "--dry-run").stdout
+    assert text.startswith("would record 6 rows: 6 results")
+    assert text.endswith("dry run: nothing was recorded\n")
+    done = invoke_json(cli_run, "record", cli_run.out, rows)
+    assert done["dry_run"] is False
+    assert (done["rows"], done["events"]) == (preview["rows"], preview["events"])
+    assert head_seq(cli_run) == seq + 12
+    stranger = [{**plan[0], **graded(), "_ng_task_index": 99}]
+    bad = write_jsonl(cli_run.folder / "bad.jsonl", stranger)
+    refused = cli_run.invoke("record", cli_run.out, bad, "--dry-run")
+    assert refused.exit_code == 3, refused.stderr
+    assert "line 1" in refused.stderr
 
 
 # -- CLI-11: diff-config exit codes --------------------------------------------------
