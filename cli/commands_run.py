@@ -53,6 +53,7 @@ _FILE = option_file
     show_default=True,
     help="SQLite journal mode; delete where WAL is unsafe (see doctor).",
 )
+@dry_run_option
 @json_option
 def create(
     out: Path,
@@ -63,6 +64,7 @@ def create(
     max_attempts: int | None,
     policy: Path | None,
     journal_mode: str,
+    dry_run: bool,
     as_json: bool,
 ) -> None:
     """Start a run: materialize the inputs, create the ledger (CLI-2).
@@ -96,6 +98,7 @@ def create(
         policy_file=policy,
         journal_mode=journal_mode,
         clock=run_clock(),
+        dry_run=dry_run,
     )
     servers_args = "".join(f" --global-config {path}" for path in global_configs)
     next_command = f"rollout-ledger resume {out} --config {config}{servers_args}"
@@ -104,11 +107,15 @@ def create(
             msgspec.to_builtins(created) | {"out": str(out), "next": next_command}
         )
         return
+    head = "would create a run of" if dry_run else f"created run {created.run_id}:"
     click.echo(
-        f"created run {created.run_id}: {created.rollouts} rollouts of "
+        f"{head} {created.rollouts} rollouts of "
         f"{created.tasks} tasks, cap {created.cap}, config "
         f"{created.config_digest[:12]}, journal {created.journal_mode}"
     )
+    if dry_run:
+        click.echo("dry run: nothing was written")
+        return
     click.echo(f"next: {next_command}")
 
 

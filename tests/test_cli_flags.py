@@ -34,6 +34,7 @@ __all__ = ["cli_run", "templates"]
 #: The commands that record something, each of which takes --dry-run.
 RECORDING = {
     "approve",
+    "create",
     "extend-attempts",
     "import",
     "policy",
@@ -154,6 +155,36 @@ def test_cli_5_record_dry_run_checks_every_row_and_records_nothing(
     refused = cli_run.invoke("record", cli_run.out, bad, "--dry-run")
     assert refused.exit_code == 3, refused.stderr
     assert "line 1" in refused.stderr
+
+
+def test_cli_2_create_dry_run_checks_and_writes_nothing(tmp_path: Path) -> None:
+    """CLI-2: the preview is the run create makes, and no file or folder appears."""
+    run = CliRun(tmp_path)
+    args = ["create", run.out, "--inputs", run.inputs, *run.config_args()]
+    preview = invoke_json(run, *args, "--dry-run")
+    assert not run.out.parent.exists()
+    assert preview["dry_run"] is True
+    text = run.ok(*args, "--dry-run").stdout
+    assert text.startswith("would create a run of 6 rollouts of 3 tasks, cap 3")
+    assert text.endswith("dry run: nothing was written\n")
+    assert not run.out.parent.exists()
+    created = invoke_json(run, *args)
+    same = ("rollouts", "tasks", "cap", "config_digest", "journal_mode")
+    assert {k: created[k] for k in same} == {k: preview[k] for k in same}
+    refused = run.invoke(*args, "--dry-run")  # CLI-2: the run exists now
+    assert refused.exit_code == 3
+    assert "started already" in refused.stderr
+
+
+def test_cli_2_create_dry_run_refuses_rows_create_refuses(tmp_path: Path) -> None:
+    """CLI-2: duplicate keys are refused by the preview too (exit 3)."""
+    run = CliRun(tmp_path)
+    rows = read_jsonl(run.inputs)
+    write_jsonl(run.inputs, [*rows, rows[0]])
+    args = ["create", run.out, "--inputs", run.inputs, *run.config_args()]
+    result = run.invoke(*args, "--dry-run")
+    assert result.exit_code == 3, result.stderr
+    assert result.stderr == run.invoke(*args).stderr  # the same refusal
 
 
 # -- CLI-11: diff-config exit codes --------------------------------------------------
