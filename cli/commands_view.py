@@ -15,6 +15,7 @@ import click
 
 from cli.common import (
     count,
+    dry_run_option,
     echo_json,
     json_option,
     out_argument,
@@ -83,9 +84,13 @@ def _held(status: RunStatus) -> list[dict[str, Any]]:
     ]
 
 
-def status_document(found: RunStatus) -> dict[str, Any]:
+def status_document(
+    found: RunStatus, *, publish: bool = False, dry_run: bool = False
+) -> dict[str, Any]:
     """``status --json`` (docs/json.md): built here only, text and JSON alike."""
     from cli.render import run_summary
+
+    published = {"dry_run": dry_run, "files": list(found.stale)}
 
     return {
         "run": run_summary(found.state),
@@ -99,6 +104,7 @@ def status_document(found: RunStatus) -> dict[str, Any]:
             {"file": w.file, "rows": w.rows, "first_line": w.first_line}
             for w in found.waiting
         ],
+        "publish": published if publish else None,
     }
 
 
@@ -106,7 +112,8 @@ def status_document(found: RunStatus) -> dict[str, Any]:
 @out_argument
 @json_option
 @click.option("--publish", is_flag=True, help="Take the lock and rewrite the files.")
-def status(out: Path, as_json: bool, publish: bool) -> None:
+@dry_run_option
+def status(out: Path, as_json: bool, publish: bool, dry_run: bool) -> None:
     """Show the run's manifest summary and coverage (CLI-6).
 
     The coverage of REC-41 as a table, the manifest summary (run id, digests,
@@ -122,9 +129,11 @@ def status(out: Path, as_json: bool, publish: bool) -> None:
     import projections
     from cli.render import coverage_lines, decision_line, run_lines
 
-    with writer(out) if publish else reader(out) as led:
-        found = projections.status(led, publish=publish)
-    document = status_document(found)
+    if dry_run and not publish:
+        raise click.UsageError("--dry-run previews --publish; give both")
+    with writer(out) if publish and not dry_run else reader(out) as led:
+        found = projections.status(led, publish=publish, dry_run=dry_run)
+    document = status_document(found, publish=publish, dry_run=dry_run)
     if as_json:
         echo_json(document)
         return
@@ -137,6 +146,13 @@ def status(out: Path, as_json: bool, publish: bool) -> None:
     lines += [f"waiting to be adopted: {found.adopt}"] if found.adopt else []
     if found.published:
         lines.append("published files rewritten from the log")
+    elif dry_run:
+        stale = ", ".join(found.stale)
+        lines.append(
+            f"would rewrite from the log: {stale}; dry run: nothing was written"
+            if stale
+            else "the published files match the log; nothing to rewrite"
+        )
     for line in lines:
         click.echo(line)
 

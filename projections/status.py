@@ -22,6 +22,7 @@ from ledger import (
 from projections.coverage import Coverage, check_complete, coverage
 from projections.decide import Decision, decide_all
 from projections.publish import publish as publish_files
+from projections.publish import stale_files
 from projections.replay import replay
 from projections.state import RunState
 
@@ -57,12 +58,23 @@ class RunStatus(msgspec.Struct, frozen=True, kw_only=True):
     adopt: str | None = None
     #: Whether the published files were rewritten from the log.
     published: bool
+    #: With ``publish``: the published files that differed from the log (and
+    #: were rewritten, unless a dry run).
+    stale: tuple[str, ...] = ()
 
 
-def status(ledger: Ledger, *, publish: bool = False) -> RunStatus:
-    """The run's status; with ``publish`` (a writer) its files are rewritten too."""
+def status(
+    ledger: Ledger, *, publish: bool = False, dry_run: bool = False
+) -> RunStatus:
+    """The run's status; with ``publish`` (a writer) its files are rewritten too.
+
+    ``dry_run`` with ``publish`` (a reader serves): the files that would be
+    rewritten are named and nothing is written.
+    """
     state = replay(ledger)
     decisions = decide_all(state)
+    stale = stale_files(ledger, state, decisions) if publish else ()
+    publish = publish and not dry_run
     if publish:
         publish_files(ledger, state, decisions)
     pending = ledger.pending_repairs()
@@ -79,6 +91,7 @@ def status(ledger: Ledger, *, publish: bool = False) -> RunStatus:
             Repair(p.file, p.line, p.what) for p in pending if not p.waiting
         ),
         published=publish,
+        stale=stale,
         waiting=waiting,
         adopt=adopt_advice(str(ledger.target), waiting) if waiting else None,
     )

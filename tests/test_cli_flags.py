@@ -41,6 +41,7 @@ RECORDING = {
     "record",
     "reset-budget",
     "resume",
+    "status",  # --publish rewrites the published files
 }
 
 
@@ -185,6 +186,29 @@ def test_cli_2_create_dry_run_refuses_rows_create_refuses(tmp_path: Path) -> Non
     result = run.invoke(*args, "--dry-run")
     assert result.exit_code == 3, result.stderr
     assert result.stderr == run.invoke(*args).stderr  # the same refusal
+
+
+def test_cli_6_status_publish_dry_run_names_the_stale_files_and_writes_nothing(
+    held: CliRun,
+) -> None:
+    """CLI-6: --publish --dry-run names what --publish would rewrite (events.md)."""
+    coverage = held.ledger_dir / "coverage.json"
+    coverage.write_text("{}", encoding="utf-8")  # stale: not the log's rendering
+    before = files(held)
+    preview = invoke_json(held, "status", held.out, "--publish", "--dry-run")
+    assert preview["publish"] == {"dry_run": True, "files": ["coverage.json"]}
+    text = held.ok("status", held.out, "--publish", "--dry-run").stdout
+    assert text.endswith(
+        "would rewrite from the log: coverage.json; dry run: nothing was written\n"
+    )
+    assert files(held) == before
+    done = invoke_json(held, "status", held.out, "--publish")
+    assert done["publish"] == {"dry_run": False, "files": ["coverage.json"]}
+    assert coverage.read_text(encoding="utf-8") != "{}"
+    again = held.ok("status", held.out, "--publish", "--dry-run").stdout
+    assert again.endswith("the published files match the log; nothing to rewrite\n")
+    assert invoke_json(held, "status", held.out)["publish"] is None
+    assert held.invoke("status", held.out, "--dry-run").exit_code == 2
 
 
 # -- CLI-11: diff-config exit codes --------------------------------------------------

@@ -104,6 +104,7 @@ def test_cli_6_status_json_has_run_and_coverage(mixed: CliRun) -> None:
         "held",
         "pending_repairs",
         "waiting",
+        "publish",  # null without --publish
     }
     assert status["coverage"]["decisions"] == {
         "pending": 0,
