@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -210,3 +211,18 @@ def test_cli_15_demo_json_is_one_document_once_done(tmp_path: Path) -> None:
     assert found["coverage"]["expected"] == 8
     assert found["verify"] == []
     assert found["rounds"][0]["round"] == 1
+
+
+def test_cli_3_sc_5_import_from_json_is_the_other_documented_shape(
+    mixed: CliRun, pg_url: str
+) -> None:
+    """SC-5: a file-based run loaded into PostgreSQL, previewed, then loaded."""
+    url = f"{pg_url}?run=json-{uuid.uuid4().hex[:10]}"
+    preview = document(mixed, "import", url, "--from", mixed.out, "--dry-run")
+    assert set(preview) == documented_instead("import")
+    assert preview["dry_run"] is True
+    loaded = document(mixed, "import", url, "--from", mixed.out)
+    assert set(loaded) == documented_instead("import")
+    head = document(mixed, "head", mixed.out)
+    assert (loaded["seq"], loaded["head"]) == (head["seq"], head["head"])
+    assert loaded["imported"] is None  # the run had its ledger already
