@@ -49,7 +49,7 @@ def diff_config(
     The comparison the gate makes on resume (REC-53), writing nothing: the
     semantic keys (a resume refuses) and the operational keys (a resume
     proceeds, with a warning) with saved and current values; credentials are
-    shown as <redacted>.
+    shown as <redacted>. Exits 3 when resume would refuse, 0 otherwise.
 
     \b
     Example:

@@ -15,7 +15,6 @@ import click
 
 from cli.common import (
     count,
-    dry_run_option,
     echo_json,
     json_option,
     out_argument,
@@ -112,7 +111,11 @@ def status_document(
 @out_argument
 @json_option
 @click.option("--publish", is_flag=True, help="Take the lock and rewrite the files.")
-@dry_run_option
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="With --publish: name the files it would rewrite; write nothing.",
+)
 def status(out: Path, as_json: bool, publish: bool, dry_run: bool) -> None:
     """Show the run's manifest summary and coverage (CLI-6).
 
