@@ -157,10 +157,12 @@ def _store_text(loaded: StoreImport) -> str:
 
 def _store_document(loaded: StoreImport) -> dict[str, Any]:
     """``import --from --json``: the import beside the files (if any), the load."""
+    from ledger import redact_secrets
+
     imported = None if loaded.imported is None else _document(loaded.imported)
     return {
         "source": str(loaded.source),
-        "url": loaded.url,
+        "url": redact_secrets(loaded.url),  # ID-13: never a password
         "dry_run": loaded.dry_run,
         "imported": imported,
         "seq": loaded.seq,
