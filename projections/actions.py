@@ -37,10 +37,12 @@ from ledger.events import (
     StoredEvent,
     kind_of,
 )
-from ledger.policy.log import policy_changes, policy_from_json
+from ledger.policy.log import policy_changes, policy_from_events, policy_from_json
 from projections.decide import Decision, decide_all
+from projections.fold import fold_into
 from projections.publish import publish
 from projections.replay import replay
+from projections.snapshot import copy_state
 from projections.state import RunState
 from projections.verify import verify
 
@@ -92,7 +94,7 @@ def append_operator_events(
     if not bodies:
         return OperatorResult([], before, before, state, state, dry_run)
     if dry_run:
-        would_be = replay([*ledger.events(), *_pending(ledger, bodies)])
+        would_be = _folded(ledger, state, bodies)
         return OperatorResult(
             list(bodies), before, decide_all(would_be), would_be, state, True
         )
@@ -101,6 +103,20 @@ def append_operator_events(
     after = decide_all(after_state)
     publish(ledger, after_state, after)
     return OperatorResult(list(bodies), before, after, after_state, state)
+
+
+def _folded(ledger: Ledger, state: RunState, bodies: Sequence[Event]) -> RunState:
+    """``state`` after ``bodies``, folded in memory as a replay would fold them.
+
+    A policy change classifies every outcome again (REC-60): the log is
+    replayed under the policy it makes; any other event folds into a copy.
+    """
+    pending = _pending(ledger, bodies)
+    if not any(isinstance(body, PolicyChanged) for body in bodies):
+        return fold_into(copy_state(state), pending, policy_from_json(state.policy))
+    logged = (e.body for e in ledger.events(kinds=("run_created", "policy_changed")))
+    policy = policy_from_events([*logged, *bodies])
+    return fold_into(replay(ledger, policy_override=policy), pending, policy)
 
 
 def _pending(ledger: Ledger, bodies: Sequence[Event]) -> list[StoredEvent]:

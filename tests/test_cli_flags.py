@@ -105,6 +105,8 @@ def test_cli_10_dry_run_records_nothing_and_previews_the_plan(
     assert (done["dry_run"], done["recorded"]) == (False, True)
     assert head_seq(run) > seq
     assert done["plan_change"] == preview["plan_change"]
+    same = set(done) - {"dry_run", "recorded"}  # cap, changes, approvals, ...
+    assert {k: done[k] for k in same} == {k: preview[k] for k in same}
 
 
 @pytest.mark.parametrize("name", ["policy", "reset-budget", "extend-attempts"])
