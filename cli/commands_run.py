@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from cli.common import (
     config_options,
     count,
+    dry_run_option,
+    echo_json,
+    json_option,
     load_config,
     load_global_config,
     option_file,
     out_argument,
+    output_option,
     reader,
     run_clock,
     writer,
@@ -21,7 +25,7 @@ from cli.common import (
 from cli.progress import working
 
 if TYPE_CHECKING:
-    from projections import Plan
+    from projections import Plan, Resume
 
 __all__ = ["create", "record", "resume"]
 
@@ -50,6 +54,8 @@ _FILE = option_file
     show_default=True,
     help="SQLite journal mode; delete where WAL is unsafe (see doctor).",
 )
+@dry_run_option
+@json_option
 def create(
     out: Path,
     inputs: Path,
@@ -59,6 +65,8 @@ def create(
     max_attempts: int | None,
     policy: Path | None,
     journal_mode: str,
+    dry_run: bool,
+    as_json: bool,
 ) -> None:
     """Start a run: materialize the inputs, create the ledger (CLI-2).
 
@@ -75,6 +83,8 @@ def create(
       rollout-ledger create results/rollouts.jsonl --inputs rows.jsonl \\
           --config collection.yaml --global-config servers.yaml
     """
+    import msgspec
+
     import projections
 
     collection = load_config(config)
@@ -89,14 +99,25 @@ def create(
         policy_file=policy,
         journal_mode=journal_mode,
         clock=run_clock(),
+        dry_run=dry_run,
     )
+    servers_args = "".join(f" --global-config {path}" for path in global_configs)
+    next_command = f"rollout-ledger resume {out} --config {config}{servers_args}"
+    if as_json:
+        echo_json(
+            msgspec.to_builtins(created) | {"out": str(out), "next": next_command}
+        )
+        return
+    head = "would create a run of" if dry_run else f"created run {created.run_id}:"
     click.echo(
-        f"created run {created.run_id}: {created.rollouts} rollouts of "
+        f"{head} {created.rollouts} rollouts of "
         f"{created.tasks} tasks, cap {created.cap}, config "
         f"{created.config_digest[:12]}, journal {created.journal_mode}"
     )
-    servers_args = "".join(f" --global-config {path}" for path in global_configs)
-    click.echo(f"next: rollout-ledger resume {out} --config {config}{servers_args}")
+    if dry_run:
+        click.echo("dry run: nothing was written")
+        return
+    click.echo(f"next: {next_command}")
 
 
 def _plan_lines(plan: Plan) -> list[str]:
@@ -106,6 +127,30 @@ def _plan_lines(plan: Plan) -> list[str]:
         f"{len(plan.held)} held",
         f"  counts: {counts}",
     ]
+
+
+def _resume_document(
+    found: Resume, *, plan_out: Path | None, dry_run: bool
+) -> dict[str, Any]:
+    verdict, plan = found.verdict, found.plan
+    drift = verdict.drift
+    return {
+        "dry_run": dry_run,
+        "gate": {
+            "adopted": verdict.adopted,
+            "overridden": verdict.overridden,
+            "operational_drift": [] if drift is None else list(drift.operational),
+            "semantic_drift": [] if drift is None else list(drift.semantic),
+            "warnings": list(verdict.warnings),
+        },
+        "plan": {
+            "dispatch": len(plan.dispatch),
+            "rejudge": len(plan.rejudge),
+            "held": len(plan.held),
+            "counts": plan.counts,
+        },
+        "output": None if plan_out is None else str(plan_out),
+    }
 
 
 @click.command()
@@ -133,11 +178,11 @@ def _plan_lines(plan: Plan) -> list[str]:
 @click.option("--longest-first", is_flag=True, help="Dispatch longest rollouts first.")
 @click.option("--reason", help="Why, recorded with the operator events.")
 @click.option("--dry-run", is_flag=True, help="Print the verdict and plan only.")
-@click.option(
-    "--plan-out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the released plan as JSONL for a collector without the API.",
+@output_option(
+    "Write the released plan as JSONL for a collector without the API.",
+    aliases=("--plan-out",),
 )
+@json_option
 def resume(
     out: Path,
     config: Path,
@@ -150,12 +195,13 @@ def resume(
     longest_first: bool,
     reason: str | None,
     dry_run: bool,
-    plan_out: Path | None,
+    output: Path | None,
+    as_json: bool,
 ) -> None:
     """Replay, check the gate and release the plan (CLI-4).
 
     Prints the gate's verdict, then the plan's counts. A refusal names every
-    semantic key with its saved and current values (exit 3). --plan-out writes
+    semantic key with its saved and current values (exit 3). -o writes
     the rows to dispatch, then {"rejudge": {...}} lines, for a collector that
     records its outcomes with `rollout-ledger record`. --dry-run writes nothing.
     Rows a collector appended without the ledger (NeMo Gym's own --resume, say)
@@ -164,13 +210,14 @@ def resume(
     \b
     Example:
       rollout-ledger resume results/rollouts.jsonl --config collection.yaml \\
-          --global-config servers.yaml --plan-out plan.jsonl
+          --global-config servers.yaml -o plan.jsonl
     """
     import projections
     from cli.render import verdict_lines
 
+    plan_out = output
     if dry_run and plan_out is not None:
-        raise click.UsageError("--plan-out releases a plan; --dry-run writes nothing")
+        raise click.UsageError("-o releases a plan; --dry-run writes nothing")
     collection = load_config(config)
     servers = load_global_config(global_configs)
     opened = reader(out) if dry_run else writer(out)
@@ -189,6 +236,9 @@ def resume(
             reason=reason,
             dry_run=dry_run,
         )
+    if as_json:
+        echo_json(_resume_document(found, plan_out=plan_out, dry_run=dry_run))
+        return
     for line in verdict_lines(found.verdict) + _plan_lines(found.plan):
         click.echo(line)
     if plan_out is not None:
@@ -208,7 +258,9 @@ _RECORDED = {
 @click.command()
 @out_argument
 @click.argument("rows_file", metavar="ROWS.jsonl", type=_FILE)
-def record(out: Path, rows_file: Path) -> None:
+@dry_run_option
+@json_option
+def record(out: Path, rows_file: Path, dry_run: bool, as_json: bool) -> None:
     """Record the outcome rows of a plan file's collector (CLI-5).
 
     Each row names a released attempt of this run (reserved, then recorded)
@@ -223,12 +275,24 @@ def record(out: Path, rows_file: Path) -> None:
     """
     import projections
 
-    recorded = projections.record_outcomes(out, rows_file, clock=run_clock())
+    recorded = projections.record_outcomes(
+        out, rows_file, clock=run_clock(), dry_run=dry_run
+    )
     counts = recorded.counts
     parts = [f"{counts.get(kind, 0)} {name}" for kind, name in _RECORDED.items()]
     skipped = counts.get("already_recorded", 0)
+    if as_json:
+        events = {k: n for k, n in counts.items() if k != "already_recorded"}
+        rows = {"read": recorded.rows, "recorded": recorded.rows - skipped}
+        document = {"rows": rows | {"skipped": skipped}, "events": events}
+        echo_json(document | {"dry_run": dry_run})
+        return
     click.echo(
-        f"recorded {recorded.rows - skipped} rows: {', '.join(parts)} "
-        f"({counts.get('attempt_reserved', 0)} attempts reserved)"
+        f"{'would record' if dry_run else 'recorded'} {recorded.rows - skipped} "
+        f"rows: {', '.join(parts)} "
+        f"({counts.get('attempt_reserved', 0)} attempts "
+        f"{'to reserve' if dry_run else 'reserved'})"
         + (f"; {skipped} rows were recorded already, skipped" if skipped else "")
     )
+    if dry_run:
+        click.echo("dry run: nothing was recorded")
