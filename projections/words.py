@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final
 
-from ledger.rows.failure_kinds import canonical_kind, side
+from ledger import side
 from projections.words_tables import (
     COVERAGE_TERMS,
     DECISIONS,
@@ -67,9 +67,8 @@ def describe_kind(kind: str | None) -> str:
     """
     if kind is None:
         return "no failure recorded"
-    own = canonical_kind(kind) or kind
-    phrase = KIND_PHRASES.get(own, f"failure '{kind}'")
-    where = side(own)
+    phrase = KIND_PHRASES.get(kind, f"failure '{kind}'")
+    where = side(kind)
     return phrase if where is None else f"{phrase} ({SIDE_WORDS[where]})"
 
 

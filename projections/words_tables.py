@@ -194,6 +194,10 @@ KIND_PHRASES: Final[Mapping[str, str]] = MappingProxyType({
     "cohort_incomplete": "the attempt's group did not complete",
     "agent_timeout": "the agent ran out of its time limit",
     "agent_command_not_allowed": "the agent ran a command it may not run",
+    # ROW-22: retained producer routing names, said as the shared name they mean.
+    "timeout_exceeded": "the agent ran out of its time limit",
+    "judge_invalid": "the judge's answer could not be read",
+    "remote_agent_error": "the agent failed while running",
 })  # fmt: skip
 
 #: ROW-34's sides, as a person says them.

@@ -6,7 +6,7 @@ import re
 
 import projections
 from projections import GLOSSARY, Decision, describe_decision, describe_rule
-from tests.internals import BRANCHES, KIND_INFO
+from tests.internals import BRANCHES, KIND_ALIASES, KIND_INFO
 
 DECISION_VALUES = ("pending", "retry", "rejudge", "complete", "held", "terminal",
                    "exhausted", "omitted")  # fmt: skip
@@ -38,6 +38,8 @@ def test_row34_every_registered_kind_has_words_and_a_side() -> None:
         assert not text.startswith("failure "), kind
         if info.stage_sides is None:
             assert text.endswith(("(infrastructure)", "(model)")), kind
+    for alias, kind in KIND_ALIASES.items():
+        assert projections.describe_kind(alias) == projections.describe_kind(kind)
 
 
 def test_glossary_says_no_rule_id() -> None:
