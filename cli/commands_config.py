@@ -37,9 +37,9 @@ def _key_lines(title: str, keys: list[KeyDiff]) -> list[str]:
 def diff_config(
     out: Path | str, config: Path, global_configs: tuple[Path, ...], source: Path | None
 ) -> None:
-    """Compare the current configuration with the run's (CLI-11).
+    """Compare the current configuration with the run's.
 
-    The comparison the gate makes on resume (REC-53), writing nothing: the
+    The comparison resume makes before it runs anything, writing nothing: the
     semantic keys (a resume refuses) and the operational keys (a resume
     proceeds, with a warning) with saved and current values; credentials are
     shown as <redacted>.
@@ -48,6 +48,8 @@ def diff_config(
     Example:
       rollout-ledger diff-config results/rollouts.jsonl --config collection.yaml \\
           --global-config servers.yaml
+    \f
+    Rules: CLI-11, REC-53.
     """
     import projections
 

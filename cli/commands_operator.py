@@ -76,7 +76,7 @@ def approve(
     reason: str,
     dry_run: bool,
 ) -> None:
-    """Approve rerunning held attempts: rerun_approved (REC-25).
+    """Approve running held attempts again.
 
     Name one attempt (--task --rollout --attempt), or every held rollout with
     --all-held, narrowed by --reason-held (e.g. kept_answer) and --kind.
@@ -88,6 +88,8 @@ def approve(
     Example:
       rollout-ledger approve results/rollouts.jsonl --all-held \\
           --reason-held masked_without_artifact --reason "artifacts lost" --dry-run
+    \f
+    Rules: CLI-10, REC-25, REC-26.
     """
     import projections
 
@@ -120,7 +122,7 @@ def approve(
 @out_argument
 @_reason_option
 def reset_budget(out: Path, reason: str) -> None:
-    """Reset the failure budget: failure_budget_reset (REC-16).
+    """Reset every rollout's failure budget.
 
     Outcomes recorded so far no longer count toward any cap; outcomes, attempt
     numbers and rollout ids are unchanged. The ledger must verify first (chain
@@ -129,6 +131,8 @@ def reset_budget(out: Path, reason: str) -> None:
     \b
     Example:
       rollout-ledger reset-budget results/rollouts.jsonl --reason "judge outage"
+    \f
+    Rules: CLI-10, REC-16, REC-17.
     """
     import projections
 
@@ -146,7 +150,7 @@ def reset_budget(out: Path, reason: str) -> None:
 @click.argument("total", metavar="N", type=count(1))
 @_reason_option
 def extend_attempts(out: Path, total: int, reason: str) -> None:
-    """Raise every rollout's cap: attempts_extended (REC-11).
+    """Raise every rollout's attempt cap.
 
     The cap becomes the saved cap + N.
 
@@ -157,6 +161,8 @@ def extend_attempts(out: Path, total: int, reason: str) -> None:
     \b
     Example:
       rollout-ledger extend-attempts results/rollouts.jsonl 2 --reason "flaky judge"
+    \f
+    Rules: CLI-10, REC-11.
     """
     import projections
 
@@ -204,7 +210,7 @@ def _setting(text: str) -> tuple[str, Any]:
 )
 @_reason_option
 def policy(out: Path, settings: tuple[str, ...], reason: str) -> None:
-    """Change the run's recovery policy, recorded as policy_changed.
+    """Change the run's recovery policy (recorded in its log).
 
     The change applies to every outcome on replay. Settings: fault_share,
     side_overrides.<kind> (evaluation or model; null removes), regrade_kinds,
@@ -219,6 +225,8 @@ def policy(out: Path, settings: tuple[str, ...], reason: str) -> None:
     Example:
       rollout-ledger policy results/rollouts.jsonl \\
           --set side_overrides.session_lost=model --reason "agent bug 123"
+    \f
+    Rules: CLI-10, REC-60, REC-80, REC-82.
     """
     import msgspec
 

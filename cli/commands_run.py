@@ -18,6 +18,7 @@ from cli.common import (
     run_clock,
     writer,
 )
+from cli.render import plural
 
 if TYPE_CHECKING:
     from projections import Plan
@@ -59,7 +60,7 @@ def create(
     policy: Path | None,
     journal_mode: str,
 ) -> None:
-    """Start a run: materialize the inputs, create the ledger (CLI-2).
+    """Start a run: materialize the inputs, create the ledger.
 
     Takes the run lock, copies the input rows (each with its task and rollout
     index) to the materialized inputs, records run_created with the manifest,
@@ -73,6 +74,8 @@ def create(
     Example:
       rollout-ledger create results/rollouts.jsonl --inputs rows.jsonl \\
           --config collection.yaml --global-config servers.yaml
+    \f
+    Rules: CLI-2.
     """
     import projections
 
@@ -90,8 +93,8 @@ def create(
         clock=run_clock(),
     )
     click.echo(
-        f"created run {created.run_id}: {created.rollouts} rollouts of "
-        f"{created.tasks} tasks, cap {created.cap}, config "
+        f"created run {created.run_id}: {plural(created.rollouts, 'rollout')} of "
+        f"{plural(created.tasks, 'task')}, cap {created.cap}, config "
         f"{created.config_digest[:12]}, journal {created.journal_mode}"
     )
     servers_args = "".join(f" --global-config {path}" for path in global_configs)
@@ -115,7 +118,7 @@ def _plan_lines(plan: Plan) -> list[str]:
     "--extend-attempts",
     type=count(0),
     default=0,
-    help="Total extra attempts per rollout; recorded only when it grows (REC-11).",
+    help="Total extra attempts per rollout; recorded only when it grows.",
 )
 @click.option(
     "--rerun-masked-without-artifact",
@@ -126,7 +129,7 @@ def _plan_lines(plan: Plan) -> list[str]:
 @click.option(
     "--retry-terminal-timeouts/--no-retry-terminal-timeouts",
     default=None,
-    help="Record the policy opt-in for stamped-terminal timeouts (REC-15).",
+    help="Record the policy opt-in to retry timeouts the agent marked final.",
 )
 @click.option("--allow-unsafe", is_flag=True, help="Proceed across a refusal.")
 @click.option("--longest-first", is_flag=True, help="Dispatch longest rollouts first.")
@@ -151,7 +154,7 @@ def resume(
     dry_run: bool,
     plan_out: Path | None,
 ) -> None:
-    """Replay, check the gate and release the plan (CLI-4).
+    """Replay, check the configuration and release the plan.
 
     Prints the gate's verdict, then the plan's counts. A refusal names every
     semantic key with its saved and current values (exit 3). --plan-out writes
@@ -164,6 +167,8 @@ def resume(
     Example:
       rollout-ledger resume results/rollouts.jsonl --config collection.yaml \\
           --global-config servers.yaml --plan-out plan.jsonl
+    \f
+    Rules: CLI-4, REC-11, REC-15, REC-53..REC-57.
     """
     import projections
     from cli.render import verdict_lines
@@ -196,10 +201,10 @@ def resume(
 
 
 _RECORDED = {
-    "result_saved": "results",
-    "failure_saved": "failures",
-    "omission_saved": "omissions",
-    "judge_outcome_saved": "re-judgments",
+    "result_saved": "result",
+    "failure_saved": "failure",
+    "omission_saved": "omission",
+    "judge_outcome_saved": "re-judgment",
 }
 
 
@@ -207,7 +212,7 @@ _RECORDED = {
 @out_argument
 @click.argument("rows_file", metavar="ROWS.jsonl", type=_FILE)
 def record(out: Path, rows_file: Path) -> None:
-    """Record the outcome rows of a plan file's collector (CLI-5).
+    """Record the outcome rows of a plan file's collector.
 
     Each row names a released attempt of this run (reserved, then recorded)
     or carries _ng_rejudgment: {task, rollout, attempt} of a released
@@ -218,15 +223,22 @@ def record(out: Path, rows_file: Path) -> None:
     \b
     Example:
       rollout-ledger record results/rollouts.jsonl outcomes.jsonl
+    \f
+    Rules: CLI-5.
     """
     import projections
 
     recorded = projections.record_outcomes(out, rows_file, clock=run_clock())
     counts = recorded.counts
-    parts = [f"{counts.get(kind, 0)} {name}" for kind, name in _RECORDED.items()]
+    parts = [plural(counts.get(kind, 0), name) for kind, name in _RECORDED.items()]
     skipped = counts.get("already_recorded", 0)
+    were = "was" if skipped == 1 else "were"
     click.echo(
-        f"recorded {recorded.rows - skipped} rows: {', '.join(parts)} "
-        f"({counts.get('attempt_reserved', 0)} attempts reserved)"
-        + (f"; {skipped} rows were recorded already, skipped" if skipped else "")
+        f"recorded {plural(recorded.rows - skipped, 'row')}: {', '.join(parts)} "
+        f"({plural(counts.get('attempt_reserved', 0), 'attempt')} reserved)"
+        + (
+            f"; {plural(skipped, 'row')} {were} recorded already, skipped"
+            if skipped
+            else ""
+        )
     )

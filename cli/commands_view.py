@@ -22,6 +22,7 @@ from cli.common import (
     reader,
     writer,
 )
+from cli.render import plural
 
 if TYPE_CHECKING:
     from projections import RunStatus
@@ -69,17 +70,20 @@ def _held(status: RunStatus) -> list[dict[str, Any]]:
 @click.option("--json", "as_json", is_flag=True, help="One JSON document instead.")
 @click.option("--publish", is_flag=True, help="Take the lock and rewrite the files.")
 def status(out: Path, as_json: bool, publish: bool) -> None:
-    """Show the run's manifest summary and coverage (CLI-6).
+    """Show the run's manifest summary and coverage.
 
-    The coverage of REC-41 as a table, the manifest summary (run id, digests,
-    cap and extension, policy, drift and overrides), held rollouts with reasons
-    and kinds, pending repairs, and rows waiting to be adopted (appended without
-    the ledger, by NeMo Gym's own --resume, say). --publish takes the run lock
-    and rewrites the published files from the log.
+    The coverage (each decision and its reasons) as a table, the manifest
+    summary (run id, digests, cap and extension, policy, drift and overrides),
+    held rollouts with reasons and kinds, pending repairs, and rows waiting to
+    be adopted (appended without the ledger, by NeMo Gym's own --resume, say).
+    --publish takes the run lock and rewrites the published files from the
+    log.
 
     \b
     Example:
       rollout-ledger status results/rollouts.jsonl --json
+    \f
+    Rules: CLI-6, REC-41.
     """
     import projections
     from cli.render import coverage_lines, decision_line, run_lines, run_summary
@@ -108,7 +112,13 @@ def status(out: Path, as_json: bool, publish: bool) -> None:
         return
     lines = run_lines(summary) + coverage_lines(cover)
     lines += [f"held ({len(held)}):"] if held else []
-    lines += ["  " + decision_line(h.task, h.rollout, h.decision) for h in found.held]
+    state = found.state
+    sides = state.policy.get("side_overrides")
+    lines += [
+        "  " + decision_line(h.task, h.rollout, h.decision, cap=state.cap,
+                             side_overrides=sides)
+        for h in found.held
+    ]  # fmt: skip
     lines += [f"pending repairs ({len(repairs)}):"] if repairs else []
     lines += [f"  {r['file']} line {r['line']}: {r['what']}" for r in repairs]
     lines += [f"waiting to be adopted: {found.adopt}"] if found.adopt else []
@@ -121,7 +131,7 @@ def status(out: Path, as_json: bool, publish: bool) -> None:
 @click.command()
 @out_argument
 def check(out: Path) -> None:
-    """Exit 0 if the evaluation is complete, else 75 or 76 (CLI-7).
+    """Exit 0 if the evaluation is complete, else 75 or 76.
 
     75: unfinished work, some of it retryable (resume); 76: none of it
     retryable (only held, terminal or exhausted rollouts remain). The message
@@ -131,13 +141,17 @@ def check(out: Path) -> None:
     \b
     Example:
       rollout-ledger check results/rollouts.jsonl || echo "not done: $?"
+    \f
+    Rules: CLI-7, REC-40.
     """
     import projections
 
     with reader(out) as led:
         cover = projections.check_run(led)
         note = projections.adopt_note(led)
-    click.echo(f"complete: all {cover.expected} rollouts are complete or omitted")
+    n = cover.expected
+    every = "the 1 rollout is" if n == 1 else f"all {n} rollouts are"
+    click.echo(f"complete: {every} complete or omitted")
     if note is not None:
         click.echo(f"waiting to be adopted: {note}")
 
@@ -157,16 +171,18 @@ def history(
     since: int | None,
     as_json: bool,
 ) -> None:
-    """Print the audit trail, one line per event (CLI-8).
+    """Print the audit trail, one line per event.
 
     Columns: seq, time, actor, kind, key (t<task> r<rollout> a<attempt>) and a
     summary; superseded, duplicate and abandoned entries are marked. With
     --task and --rollout it ends with the rollout's decision and the rule that
-    decided.
+    decided, in words (--json keeps the rule's id).
 
     \b
     Example:
       rollout-ledger history results/rollouts.jsonl --task 3 --rollout 0
+    \f
+    Rules: CLI-8.
     """
     import msgspec
 
@@ -189,11 +205,12 @@ def history(
     for entry in found.entries:
         click.echo(history_line(entry))
     if found.decision is not None:
-        decision = found.decision
-        click.echo(
-            f"decision: {decision.value} (attempt {decision.attempt}, "
-            f"{decision.reason}) by {found.why}"
+        # In words; the rule's id is in --json only.
+        words = projections.describe_decision(
+            found.decision, cap=found.cap, side_overrides=found.side_overrides
         )
+        click.echo(f"decision: {words}")
+        click.echo(f"rule: {projections.describe_rule(found.decision.rule)}")
 
 
 @click.command()
@@ -202,7 +219,7 @@ def history(
 @click.option("--all", "everything", is_flag=True, help="Add unfinished rollouts.")
 @quiet_option
 def results(out: Path, output: Path | None, everything: bool, quiet: bool) -> None:
-    """Write the selected result of each rollout as JSONL (CLI-12).
+    """Write the selected result of each rollout as JSONL.
 
     In materialized order, each row as saved plus _ng_decision, with reward
     set to the decided score (a settled zero is marked _ng_settled_zero).
@@ -212,6 +229,8 @@ def results(out: Path, output: Path | None, everything: bool, quiet: bool) -> No
     \b
     Example:
       rollout-ledger results results/rollouts.jsonl -o selected.jsonl
+    \f
+    Rules: CLI-12.
     """
     import msgspec
 
@@ -228,7 +247,7 @@ def results(out: Path, output: Path | None, everything: bool, quiet: bool) -> No
                 sink.write(encode(row) + b"\n")
                 written += 1
     if output is not None:
-        click.echo(f"wrote {written} rows to {output}")
+        click.echo(f"wrote {plural(written, 'row')} to {output}")
 
 
 @click.command()
@@ -239,17 +258,17 @@ def results(out: Path, output: Path | None, everything: bool, quiet: bool) -> No
     "files_dir",
     type=click.Path(file_okay=False, path_type=Path),
     help="Write the run as a file-based run in DIR instead: its files and a "
-    "SQLite ledger with the same events and head hash (SC-5).",
+    "SQLite ledger with the same events and head hash.",
 )
 @quiet_option
 def export(
     out: Path | str, output: Path | None, files_dir: Path | None, quiet: bool
 ) -> None:
-    """Write every event as one JSON object a line, for auditors (CLI-13).
+    """Write every event as one JSON object a line, for auditors.
 
     Each line is the envelope (seq, kind, at, actor), the body exactly as
     stored and hashed, and prev_hash and hash in hex, so the chain can be
-    checked from the export alone (EV-2). With --files DIR, a run (usually one
+    checked from the export alone. With --files DIR, a run (usually one
     on PostgreSQL) is written back as files: results, sidecar, materialized
     inputs, published files and a SQLite ledger whose head hash is the run's.
 
@@ -257,6 +276,8 @@ def export(
     Example:
       rollout-ledger export results/rollouts.jsonl -o events.jsonl
       rollout-ledger export 'postgresql://me@db:5432/runs?run=eval1' --files copy/
+    \f
+    Rules: CLI-13, EV-2, SC-5.
     """
     import msgspec
 
@@ -274,7 +295,7 @@ def export(
             for line in bar:
                 sink.write(encode(line) + b"\n")
     if output is not None:
-        click.echo(f"wrote {exported.count} events to {output}")
+        click.echo(f"wrote {plural(exported.count, 'event')} to {output}")
 
 
 def _export_files(out: Path | str, folder: Path, output: Path | None) -> None:
@@ -284,7 +305,7 @@ def _export_files(out: Path | str, folder: Path, output: Path | None) -> None:
         raise ledger.ConfigError("give -o FILE or --files DIR, not both")
     copied = ledger.copy_to_files(out, folder)
     click.echo(
-        f"wrote {copied.out} and its ledger: {copied.seq} events, head "
+        f"wrote {copied.out} and its ledger: {plural(copied.seq, 'event')}, head "
         f"{copied.head.hex()}"
     )
     click.echo(f"check it with: rollout-ledger verify {copied.out}")
@@ -293,14 +314,16 @@ def _export_files(out: Path | str, folder: Path, output: Path | None) -> None:
 @click.command()
 @out_argument
 def head(out: Path) -> None:
-    """Print the last seq and the head hash of a run's log (CLI-13).
+    """Print the last seq and the head hash of a run's log.
 
     Keep this line somewhere safe: deleting the newest events is only
-    detectable against an exported head (EV-2).
+    detectable against an exported head.
 
     \b
     Example:
       rollout-ledger head results/rollouts.jsonl
+    \f
+    Rules: CLI-13, EV-2.
     """
     with reader(out) as led:
         seq, digest = led.head()

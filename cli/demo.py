@@ -20,6 +20,7 @@ from typing import Any
 import click
 
 from cli.common import load_config, load_global_config, reader, run_clock
+from cli.render import plural
 
 __all__ = ["demo"]
 
@@ -171,7 +172,8 @@ def _report(out: Path) -> None:
         cov = projections.status(led).coverage.to_dict()
         findings = projections.verify_run(led).findings
     click.echo(
-        f"\ncoverage of {cov['expected']} rollouts (as of seq {cov['as_of_seq']}):"
+        f"\ncoverage of {plural(cov['expected'], 'rollout')} "
+        f"(as of seq {cov['as_of_seq']}):"
     )
     for value, count in cov["decisions"].items():
         if count:
@@ -210,7 +212,7 @@ def _report(out: Path) -> None:
     help="The seed of the simulated agent and judge.",
 )
 def demo(folder: Path | None, rollouts: int, seed: int) -> None:
-    """Run a simulated collection, killed and resumed until done (CLI-15).
+    """Run a simulated collection, killed and resumed until done.
 
     Creates a run in FOLDER (a new temporary folder when omitted) against a
     built-in simulated agent and judge, kills the collector process with
@@ -222,13 +224,15 @@ def demo(folder: Path | None, rollouts: int, seed: int) -> None:
     \b
     Example:
       rollout-ledger demo /tmp/demo-run --rollouts 300 --seed 7
+    \f
+    Rules: CLI-15.
     """
     folder = folder or Path(tempfile.mkdtemp(prefix="rollout-ledger-demo-"))
     folder.mkdir(parents=True, exist_ok=True)
     if (folder / "rollouts.jsonl").exists() or (folder / "rollouts_ledger").exists():
         raise click.UsageError(f"{folder} already holds a run; choose an empty folder")
     out = _create(folder, rollouts)
-    click.echo(f"created a run of {rollouts} rollouts in {folder}")
+    click.echo(f"created a run of {plural(rollouts, 'rollout')} in {folder}")
     for number in range(1, MAX_ROUNDS + 1):
         if number == 2:  # an operational change between resumes: accepted as drift
             _write_config(folder, parallel=64)

@@ -15,6 +15,8 @@ what ``Ledger.open`` and ``RunLock`` take.
 (URL passwords, bearer and basic authorization, ``--api-key``-style arguments,
 ``NAME=secret`` assignments, provider token formats), which the identity, the
 row facts and reasons, the published files and every message use (ID-13).
+``plural`` says a count with its noun ("1 row", "2 rows") wherever one is
+printed.
 
 What the commands call, one function each: ``open_run`` (a run opened
 read-only, or as its writer under the lock), ``doctor`` (the environment
@@ -109,6 +111,7 @@ from ledger.run.opening import open_run
 from ledger.run.plan_record import read_plan_rows, record_plan_rows
 from ledger.run.transfer import CopiedRun, copy_into_store, copy_to_files
 from ledger.run.waiting import Waiting, adopt_advice, group_waiting
+from ledger.words import plural
 
 __all__ = [
     "FAILURE_KINDS",
@@ -185,6 +188,7 @@ __all__ = [
     "model_calls",
     "names_kept_deliverable",
     "open_run",
+    "plural",
     "publish_json",
     "read_plan_rows",
     "record_plan_rows",

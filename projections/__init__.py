@@ -52,6 +52,7 @@ from projections.words import (
     GLOSSARY,
     describe_decision,
     describe_kind,
+    describe_reason,
     describe_rule,
 )
 
@@ -108,6 +109,7 @@ __all__ = [
     "decide_all",
     "describe_decision",
     "describe_kind",
+    "describe_reason",
     "describe_rule",
     "excluded_sidecar_lines",
     "extend_attempts",

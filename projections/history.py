@@ -15,11 +15,12 @@ from typing import Any
 
 import msgspec
 
-from ledger import MAX_SEQ, bounded, redact_secrets, rollout_index, task_index
+from ledger import MAX_SEQ, bounded, plural, redact_secrets, rollout_index, task_index
 from ledger import events as ev
 from ledger.errors import ConfigError
 from projections.decide import Decision, decide
 from projections.replay import EventSource, replay
+from projections.row_lines import RowLines
 from projections.state import RunState
 
 __all__ = ["RULES", "History", "HistoryEntry", "history"]
@@ -78,6 +79,8 @@ class History(msgspec.Struct, frozen=True, kw_only=True):
 
     entries: tuple[HistoryEntry, ...]
     decision: Decision | None = None
+    cap: int | None = None  # the run's attempt cap, to say the decision in words
+    side_overrides: dict[str, Any] = msgspec.field(default_factory=dict)  # REC-80
 
     @property
     def why(self) -> str | None:
@@ -102,15 +105,16 @@ def _score(value: float | None) -> str:
     return "none" if value is None else f"{value:g}"
 
 
-def _outcome(body: Any) -> str:
-    facts = body.facts
-    where = f"{body.location.file}@{body.location.offset}"
+def _outcome(body: ev.ResultSaved | ev.FailureSaved, lines: RowLines) -> str:
+    # A row is named by its file and line, never by its byte offset.
+    facts, file = body.facts, body.location.file
     if isinstance(body, ev.ResultSaved):
         masked = ", masked" if facts.masked else ""
+        where = lines.where(file, body.location.offset)
         return f"result, reward {_score(facts.reward)}{masked} ({where})"
     kind = facts.selected_kind or "unclassified"
     terminal = ", terminal" if facts.terminal else ""
-    return f"failure {kind}{terminal} (sidecar line {body.sidecar_line + 1})"
+    return f"failure {kind}{terminal} ({file} line {body.sidecar_line + 1})"
 
 
 def _released(
@@ -145,15 +149,15 @@ def _judged(body: ev.JudgeOutcomeSaved) -> str:
 
 _SUMMARIES: dict[type[Any], Callable[[Any], str]] = {
     ev.RunCreated: lambda b: (
-        f"run {b.run_id}: {len(b.index)} rollouts, cap {b.max_rollout_attempts}, "
+        f"run {b.run_id}: {plural(len(b.index), 'rollout')}, cap "
+        f"{b.max_rollout_attempts}, "
         f"config {_short(b.config_digest)}"
     ),
     ev.LegacyImported: lambda b: (
-        f"imported {b.rows_imported} of {b.rows_read} rows ({b.rows_rejected} rejected)"
+        f"imported {b.rows_imported} of {plural(b.rows_read, 'row')} "
+        f"({b.rows_rejected} rejected)"
     ),
     ev.AttemptReserved: lambda b: "reserved",
-    ev.ResultSaved: _outcome,
-    ev.FailureSaved: _outcome,
     ev.OmissionSaved: lambda b: f"omission{_reason(b.reason)}",
     ev.JudgeAdmitted: lambda b: f"judge admitted ({b.admission_id})",
     ev.JudgeOutcomeSaved: _judged,
@@ -218,8 +222,9 @@ def _json(value: Any) -> str:
 class _Trail:
     """Keys and marks of events, read off the folded state."""
 
-    def __init__(self, state: RunState) -> None:
+    def __init__(self, state: RunState, lines: RowLines) -> None:
         self.state = state
+        self.lines = lines
         self._admissions: dict[str, tuple[int, int, int]] | None = None
 
     def admission(self, admission_id: str) -> tuple[int, int, int] | None:
@@ -307,16 +312,18 @@ def _entries(
             continue
         key = trail.key(event.body)
         if not keyed or (key is not None and _matches(key[:2], task, rollout)):
-            yield _entry(trail, event, key, _summary(event.body))
+            yield _entry(trail, event, key, _summary(event.body, trail.lines))
         elif key is None and _names(event.body, task, rollout):
             # A release that names the rollout(s) asked about, shown for them.
             summary = _released(event.body, task, rollout)  # type: ignore[arg-type]
             yield _entry(trail, event, None, summary)
 
 
-def _summary(body: Any) -> str:
+def _summary(body: Any, lines: RowLines) -> str:
     if isinstance(body, ev.AttemptsReleased):
         return _released(body)
+    if isinstance(body, (ev.ResultSaved, ev.FailureSaved)):
+        return _outcome(body, lines)
     render = _SUMMARIES.get(type(body))
     return render(body) if render is not None else ""
 
@@ -369,7 +376,8 @@ def history(
     """
     _check_bounds(task, rollout, since)
     state, stored = _sources(source, events, since)
-    entries = tuple(_entries(_Trail(state), stored, task, rollout, kind))
+    lines = RowLines(getattr(source, "files", None))
+    entries = tuple(_entries(_Trail(state, lines), stored, task, rollout, kind))
     decision = None
     if task is not None and rollout is not None:
         if rollout not in state.rollouts.get(task, {}):
@@ -378,4 +386,7 @@ def history(
                 key="task",
             )
         decision = decide(state, task, rollout)
-    return History(entries=entries, decision=decision)
+    overrides = state.policy.get("side_overrides") or {}
+    return History(
+        entries=entries, decision=decision, cap=state.cap, side_overrides=overrides
+    )

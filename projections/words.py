@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ledger import side
 from projections.words_tables import (
@@ -33,8 +33,13 @@ __all__ = [
     "GLOSSARY_SECTIONS",
     "describe_decision",
     "describe_kind",
+    "describe_reason",
     "describe_rule",
 ]
+
+#: Reasons whose side is settled by the reason itself: a settled zero is the
+#: model's own result (REC-21, REC-20.5h), whatever the kind table says.
+_SIDE_OF_REASON = {"settled_zero": "model"}
 
 
 def _merged(*tables: Mapping[str, str]) -> Mapping[str, str]:
@@ -59,17 +64,39 @@ GLOSSARY_SECTIONS: Final[tuple[tuple[str, Mapping[str, str]], ...]] = (
 )
 
 
-def describe_kind(kind: str | None) -> str:
+class _Overrides:
+    """What ``ledger.side`` reads of a policy: its ``side_overrides`` (REC-80)."""
+
+    def __init__(self, overrides: Mapping[str, Any]) -> None:
+        self.side_overrides = {
+            k: v for k, v in overrides.items() if v in ("evaluation", "model")
+        }
+
+
+def describe_kind(
+    kind: str | None,
+    *,
+    side_overrides: Mapping[str, Any] | None = None,
+    known_side: str | None = None,
+) -> str:
     """A failure kind in words, with its side when the kind table gives one.
 
     ``"a server call timed out (infrastructure)"``; an unregistered kind is
-    named as recorded (``"failure 'tau2:placeholder'"``).
+    named as recorded (``"failure 'tau2:placeholder'"``). ``side_overrides``
+    (the policy's, ROW-34 and REC-80) move a kind; ``known_side`` is a side the
+    decision itself settles.
     """
     if kind is None:
         return "no failure recorded"
     phrase = KIND_PHRASES.get(kind, f"failure '{kind}'")
-    where = side(kind)
+    policy = None if not side_overrides else _Overrides(side_overrides)
+    where = known_side or side(kind, policy=policy)
     return phrase if where is None else f"{phrase} ({SIDE_WORDS[where]})"
+
+
+def describe_reason(reason: str) -> str:
+    """A decision's reason as a short phrase (``"counted toward the cap"``)."""
+    return REASON_PHRASES.get(reason, reason.replace("_", " "))
 
 
 def _attempts_used(decision: Decision) -> int:
@@ -88,23 +115,31 @@ def _score(value: float | None) -> str:
     return f", reward {value:g}"
 
 
-def describe_decision(decision: Decision, *, cap: int | None = None) -> str:
+def describe_decision(
+    decision: Decision,
+    *,
+    cap: int | None = None,
+    side_overrides: Mapping[str, Any] | None = None,
+) -> str:
     """One decision in words (REC-20), never its rule id.
 
     ``"retry: a server call timed out (infrastructure); counted toward the cap;
     2 of 3 attempts used"``. With ``cap`` the line ends with the attempts used
-    of the cap; without it, with the attempt concerned.
+    of the cap (the caller names the attempt where it wants it). ``side_overrides``
+    are the run policy's, so the side shown is the one the run decided with.
     """
-    reason = REASON_PHRASES.get(decision.reason, decision.reason.replace("_", " "))
+    reason = describe_reason(decision.reason)
     parts = [reason + (_score(decision.score) if decision.value == "complete" else "")]
     if decision.kind is not None:
-        parts.insert(0, describe_kind(decision.kind))
+        known = _SIDE_OF_REASON.get(decision.reason)
+        kind = describe_kind(
+            decision.kind, side_overrides=side_overrides, known_side=known
+        )
+        parts.insert(0, kind)
     used = _attempts_used(decision)
     if cap is not None:
         word = "attempt" if cap == 1 else "attempts"
         parts.append(f"{used} of {cap} {word} used")
-    elif decision.value != "pending":
-        parts.append(f"attempt {decision.attempt}")
     return f"{decision.value}: " + "; ".join(parts)
 
 

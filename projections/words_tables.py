@@ -134,6 +134,13 @@ COVERAGE_TERMS: Final[Mapping[str, str]] = MappingProxyType({
     "compared (typically an imported run).",
     "head seq": "The number of the latest event in the run's log; its hash seals "
     "every event before it.",
+    "dispatch": "Attempts a resume releases to run now (first attempts and retries).",
+    "held_planned": "Held rollouts a resume leaves alone until an operator approves "
+    "them.",
+    "rejudge_planned": "Saved answers a resume releases to be graded again by the "
+    "judge alone.",
+    "in_flight": "Attempts started since the latest resume that have no outcome yet; "
+    "a resume never releases them twice.",
     "verified": "The event log's hash chain and the files it names still match what "
     "was recorded.",
 })  # fmt: skip
@@ -143,7 +150,7 @@ REASON_PHRASES: Final[Mapping[str, str]] = MappingProxyType({
     "pending": "no attempt yet",
     "graded": "graded",
     "graded_failure": "failed, but its recorded grade stands",
-    "settled_zero": "scored zero: the model ran out of its own time",
+    "settled_zero": "scored zero, the model's own result",
     "rejudged": "graded again by the judge; the new grade stands",
     "infra_cut": "cut short by infrastructure at the cap; its recorded grade stands",
     "unscored": "no reward recorded",

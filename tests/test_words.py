@@ -67,9 +67,9 @@ def test_rec21_describe_decision_settled_zero_is_the_model_side() -> None:
     assert text.endswith("1 of 3 attempts used")
 
 
-def test_rec20_describe_decision_without_cap_names_the_attempt() -> None:
+def test_rec20_describe_decision_without_cap_names_no_attempt() -> None:
     decision = Decision("complete", 1, "REC-20.4e", None, "graded", 0.5)
-    assert describe_decision(decision) == "complete: graded, reward 0.5; attempt 1"
+    assert describe_decision(decision) == "complete: graded, reward 0.5"
     pending = Decision("pending", 0, "REC-20.1", None, "pending")
     assert (
         describe_decision(pending, cap=3)
@@ -102,3 +102,19 @@ def test_rec20_every_rule_a_decision_carries_is_described() -> None:
 def test_words_are_public_names_of_projections() -> None:
     for name in ("GLOSSARY", "describe_decision", "describe_rule", "describe_kind"):
         assert name in projections.__all__
+
+
+def test_rec80_describe_decision_follows_the_policy_s_side_overrides() -> None:
+    """REC-80: a kind moved to the model's side is said as the model's."""
+    decision = Decision("held", 0, "REC-20.5h", "session_lost", "kept_answer")
+    assert "(infrastructure)" in describe_decision(decision)
+    moved = describe_decision(decision, side_overrides={"session_lost": "model"})
+    assert "the sandbox session was lost (model)" in moved
+
+
+def test_rec21_a_settled_zero_is_said_as_the_model_s_result() -> None:
+    """REC-21, REC-20.5h: a settled zero is the model's, whatever the kind."""
+    decision = Decision("complete", 0, "REC-20.5h", "session_lost", "settled_zero", 0.0)
+    assert describe_decision(decision).startswith(
+        "complete: the sandbox session was lost (model); scored zero"
+    )

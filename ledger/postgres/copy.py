@@ -40,6 +40,7 @@ from ledger.run.write_index import INDEX_KINDS, WriteIndex
 from ledger.store.built_aside import built_aside
 from ledger.store.decode import decode_row
 from ledger.store.port import EventRow, NewEvent, NewRow
+from ledger.words import plural
 
 __all__ = ["PUBLISHED_NAMES", "export_files", "import_into_store", "load_into_store"]
 
@@ -232,9 +233,9 @@ def import_into_store(source: Ledger, url: RunUrl | str) -> tuple[int, bytes]:
         )
     if pending:
         raise ConfigError(
-            f"{source.where} has {len(pending)} pending repairs (rows a killed "
-            "writer left unrecorded); open it as a writer first, for example with "
-            "`rollout-ledger status --publish`",
+            f"{source.where} has {plural(len(pending), 'pending repair')} (rows a "
+            "killed writer left unrecorded); open it as a writer first, for "
+            "example with `rollout-ledger status --publish`",
             path=source.where,
         )
     ends = source.write_index().ends

@@ -25,6 +25,7 @@ from ledger.run.doctor import (
 from ledger.run.ledger import Ledger
 from ledger.store.read_only import unwritable
 from ledger.store.registry import home_for, resolve_out
+from ledger.words import plural
 
 __all__ = ["DoctorReport", "doctor"]
 
@@ -120,14 +121,14 @@ def _store_report(url: str) -> DoctorReport:
         holder = led.lock_holder()
     lock = f"held by {holder}" if holder else "free"
     checks = (
-        Check("store", True, f"{url} answers; the run holds {seq} events"),
+        Check("store", True, f"{url} answers; the run holds {plural(seq, 'event')}"),
         Check(
             "durability",
             True,
             "an append returns once the server's commit is flushed "
             "(synchronous_commit = on)",
         ),
-        Check("run lock", True, f"{lock} (a session advisory lock, SC-4)"),
+        Check("run lock", True, f"{lock} (a session advisory lock)"),  # SC-4
     )
     advice = "flock and WAL checks do not apply here"
     return DoctorReport(checks, "postgresql", advice, flock_enforced=True)

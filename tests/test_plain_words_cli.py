@@ -1,0 +1,148 @@
+"""No spec rule id in anything a person reads (issue 16, "Plain words").
+
+Every command's ``--help``, and a representative set of commands run on a
+small run (status, check, history, verify, resume --dry-run, import
+--dry-run, diff-config, doctor, results, head, and the errors of approve,
+policy, history and create), print no rule id (REC-20.5a, CLI-2, ROW-34,
+ID-13, EV-2, R-7, P-6, SC-5, ...) on stdout or stderr. Rule ids stay in
+``--json``, docstrings (after click's ``\\f``), comments and event payloads.
+Counts are said with correct plurals and rows by file and line.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+
+from cli import main
+from tests.nemo_gym_070 import copy_fixture
+from tests.test_cli_support import CliRun, Templates, by_key, failed, templates
+
+__all__ = ["templates"]
+
+#: A spec rule id, as cli.md and recovery.md spell them.
+RULE_ID = re.compile(r"\b(?:REC|CLI|ROW|ID|EV|R|P|SC)-[0-9]+")
+#: A row located by byte offset (``rollouts.jsonl@6471``).
+BYTE_PLACE = re.compile(r"\.jsonl@[0-9]")
+#: "1 rows", "1 findings", ...: a count of one with a plural noun.
+ONE_PLURAL = re.compile(
+    r"(?<![0-9.])1 (?:rows|rollouts|events|findings|attempts|lines|tasks|changes|"
+    r"keys|files|outcomes|acceptances|overrides|errors)\b"
+)
+
+MIXED = {
+    (0, 1): failed("session_lost", answer=True),  # REC-20.5h: held, kept_answer
+    (1, 0): failed("agent_timeout", answer=True),  # REC-20.5a: settled zero
+    (2, 1): failed("session_lost"),  # REC-20.5i: counted, retry
+}
+
+
+def _build(run: CliRun) -> None:
+    run.create()
+    run.collect(by_key(MIXED))
+
+
+@pytest.fixture
+def mixed(tmp_path: Path, templates: Templates) -> CliRun:
+    return templates("plain_words_mixed", tmp_path, _build)
+
+
+def _text(result: Result) -> str:
+    return result.stdout + result.stderr
+
+
+def assert_plain(result: Result, what: str) -> None:
+    text = _text(result)
+    assert not RULE_ID.findall(text), (what, RULE_ID.findall(text), text)
+    assert not BYTE_PLACE.findall(text), (what, text)
+    assert not ONE_PLURAL.findall(text), (what, ONE_PLURAL.findall(text), text)
+
+
+def _command_names() -> list[str]:
+    return sorted(main.list_commands(None))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["", *_command_names()])
+def test_cli_help_of_every_command_names_no_rule_id(name: str, cli_help: None) -> None:
+    """CLI-1: every --help (the group's and each command's) is plain words."""
+    run = CliRun.__new__(CliRun)  # only invoke() is used: no run is built
+    run.clock = None  # type: ignore[assignment]
+    result = CliRun.invoke(run, *([name] if name else []), "--help")
+    assert result.exit_code == 0
+    assert_plain(result, f"{name} --help")
+
+
+@pytest.fixture
+def cli_help() -> None:
+    """Nothing to build: ``--help`` imports no library code."""
+
+
+def test_cli_6_7_8_9_reading_commands_print_no_rule_id(mixed: CliRun) -> None:
+    """CLI-6, CLI-7, CLI-8, CLI-9: status, check, history, verify, head."""
+    out = mixed.out
+    for args in (
+        ("status", out),
+        ("check", out),
+        ("history", out),
+        ("history", out, "--task", 0, "--rollout", 1),
+        ("history", out, "--task", 1, "--rollout", 0),
+        ("history", out, "--task", 2, "--rollout", 1),
+        ("verify", out),
+        ("head", out),
+        ("doctor", out),
+        ("results", out, "-o", mixed.folder / "selected.jsonl"),
+    ):
+        result = mixed.invoke(*args)
+        assert result.exit_code in (0, 75, 76), (args, _text(result))
+        assert_plain(result, " ".join(map(str, args)))
+
+
+def test_cli_4_11_resume_dry_run_and_diff_config_print_no_rule_id(
+    mixed: CliRun,
+) -> None:
+    """CLI-4, CLI-11: the gate's verdict and plan, and the comparison."""
+    result = mixed.ok("resume", mixed.out, *mixed.config_args(), "--dry-run")
+    assert_plain(result, "resume --dry-run")
+    result = mixed.invoke("diff-config", mixed.out, *mixed.config_args())
+    assert_plain(result, "diff-config")
+
+
+def test_cli_10_operator_errors_and_previews_print_no_rule_id(mixed: CliRun) -> None:
+    """CLI-10: approve's refusal and preview, policy's refusal, bad filters."""
+    out = mixed.out
+    for args in (
+        ("approve", out, "--task", 0, "--rollout", 0, "--attempt", 0, "--reason", "x"),
+        ("approve", out, "--all-held", "--reason", "x", "--dry-run"),
+        ("policy", out, "--set", "fault_share=abc", "--reason", "x"),
+        ("policy", out, "--set", "no_such_key=1", "--reason", "x"),
+        ("history", out, "--task", 9, "--rollout", 0),
+        ("history", out, "--since", 0),
+        ("create", out, "--inputs", mixed.inputs, *mixed.config_args()),
+        ("status", mixed.folder / "missing" / "rollouts.jsonl"),
+    ):
+        result = mixed.invoke(*args)
+        assert_plain(result, " ".join(map(str, args)))
+
+
+def test_cli_3_import_dry_run_of_a_real_run_prints_no_rule_id(tmp_path: Path) -> None:
+    """CLI-3, REC-70: import --dry-run on a NeMo Gym 0.7.0 fixture run."""
+    out = copy_fixture("a01", tmp_path)
+    run = CliRun.__new__(CliRun)
+    run.clock = None  # type: ignore[assignment]
+    result = CliRun.invoke(run, "import", out, "--dry-run")
+    assert result.exit_code == 0, _text(result)
+    assert_plain(result, "import --dry-run")
+    result = CliRun.invoke(run, "status", out)
+    assert_plain(result, "status of a run without a ledger")
+
+
+def test_the_check_fails_on_a_rule_id() -> None:
+    """The scan itself: it finds an id, an offset and a singular plural."""
+    assert RULE_ID.search("Start a run (CLI-2).")
+    assert RULE_ID.search("decided by REC-20.5a")
+    assert BYTE_PLACE.search("result (example_rollouts.jsonl@6471)")
+    assert ONE_PLURAL.search("recorded 1 rows")
+    assert not ONE_PLURAL.search("recorded 11 rows, 0.1 rows")
