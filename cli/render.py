@@ -136,7 +136,8 @@ def decision_line(
 def _decision_text(decision: Decision) -> str:
     from projections import describe_reason
 
-    return f"{decision.value} ({describe_reason(decision.reason)})"
+    reason = describe_reason(decision.reason)
+    return f"{decision.value} ({reason}, attempt {decision.attempt})"
 
 
 def plan_change_lines(before: Decisions, after: Decisions) -> list[str]:
