@@ -77,7 +77,7 @@ def status(out: Path, as_json: bool, publish: bool) -> None:
     held rollouts with reasons and kinds, pending repairs, and rows waiting to
     be adopted (appended without the ledger, by NeMo Gym's own --resume, say).
     --publish takes the run lock and rewrites the published files from the
-    log.
+    log. Each decision, reason and term is explained in docs/glossary.md.
 
     \b
     Example:

@@ -50,6 +50,8 @@ from projections.state import RunState
 from projections.verify import Finding, verify
 from projections.words import (
     GLOSSARY,
+    GLOSSARY_SECTIONS,
+    RULE_WORDS,
     describe_decision,
     describe_kind,
     describe_reason,
@@ -73,6 +75,8 @@ from projections.verify import Verification, verify_run
 
 __all__ = [
     "GLOSSARY",
+    "GLOSSARY_SECTIONS",
+    "RULE_WORDS",
     "Approval",
     "AuditExport",
     "ConfigDiff",

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "GLOSSARY",
     "GLOSSARY_SECTIONS",
+    "RULE_WORDS",
     "describe_decision",
     "describe_kind",
     "describe_reason",
@@ -71,6 +72,10 @@ class _Overrides:
         self.side_overrides = {
             k: v for k, v in overrides.items() if v in ("evaluation", "model")
         }
+
+
+#: Every rule id a decision carries (and a few the audit trail names) -> words.
+RULE_WORDS: Final[Mapping[str, str]] = RULES
 
 
 def describe_kind(

@@ -45,8 +45,9 @@ REASONS: Final[Mapping[str, str]] = MappingProxyType({
     "graded": "The result row carries a reward from the verifier, and it stands.",
     "graded_failure": "The attempt failed, but a grade was recorded for it; that grade "
     "stands (running it again would replace it).",
-    "settled_zero": "The model ran out of its own time limit without a grade; the "
-    "rollout is scored zero, the model's own result, and never runs again.",
+    "settled_zero": "The model's own failure without a grade (it ran out of its own "
+    "time limit, or failed on its side with an answer kept): the rollout is scored "
+    "zero, the model's own result, and never runs again.",
     "rejudged": "The saved answer was graded again by the judge, and the new grade "
     "stands.",
     "infra_cut": "An infrastructure timeout cut the attempt short and the attempt cap "
@@ -190,7 +191,8 @@ KIND_PHRASES: Final[Mapping[str, str]] = MappingProxyType({
     "verifier_error": "the verifier failed",
     "provider_unavailable": "the sandbox provider was unavailable",
     "provider_quota_exhausted": "the sandbox provider's quota ran out",
-    "provider_oom_killed": "the sandbox ran out of memory",
+    "provider_oom_killed": "the sandbox ran out of memory (the model's side at the "
+    "agent stage, the infrastructure's at any other)",
     "session_lost": "the sandbox session was lost",
     "session_expired": "the sandbox session expired",
     "session_release_failed": "the sandbox session could not be released",
