@@ -112,13 +112,10 @@ def status(out: Path, as_json: bool, publish: bool) -> None:
         return
     lines = run_lines(summary) + coverage_lines(cover)
     lines += [f"held ({len(held)}):"] if held else []
-    state = found.state
-    sides = state.policy.get("side_overrides")
     lines += [
-        "  " + decision_line(h.task, h.rollout, h.decision, cap=state.cap,
-                             side_overrides=sides)
+        "  " + decision_line(h.task, h.rollout, h.decision, state=found.state)
         for h in found.held
-    ]  # fmt: skip
+    ]
     lines += [f"pending repairs ({len(repairs)}):"] if repairs else []
     lines += [f"  {r['file']} line {r['line']}: {r['what']}" for r in repairs]
     lines += [f"waiting to be adopted: {found.adopt}"] if found.adopt else []
@@ -206,10 +203,7 @@ def history(
         click.echo(history_line(entry))
     if found.decision is not None:
         # In words; the rule's id is in --json only.
-        words = projections.describe_decision(
-            found.decision, cap=found.cap, side_overrides=found.side_overrides
-        )
-        click.echo(f"decision: {words}")
+        click.echo(f"decision: {found.words}")
         click.echo(f"rule: {projections.describe_rule(found.decision.rule)}")
 
 

@@ -119,17 +119,19 @@ def coverage_lines(cover: Mapping[str, Any]) -> list[str]:
 
 
 def decision_line(
-    task: int,
-    rollout: int,
-    decision: Decision,
-    *,
-    cap: int | None = None,
-    side_overrides: Mapping[str, Any] | None = None,
+    task: int, rollout: int, decision: Decision, *, state: RunState | None = None
 ) -> str:
-    """``task T rollout R attempt A: held: <the decision in words>``."""
-    from projections import describe_decision
+    """``task T rollout R attempt A: held: <the decision in words>``.
 
-    words = describe_decision(decision, cap=cap, side_overrides=side_overrides)
+    With the run's ``state``, the words count the attempts used of its cap.
+    """
+    from projections import describe_decision, describe_rollout
+
+    words = (
+        describe_decision(decision)
+        if state is None
+        else describe_rollout(state, task, rollout, decision)
+    )
     return f"task {task} rollout {rollout} attempt {decision.attempt}: {words}"
 
 

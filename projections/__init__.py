@@ -55,6 +55,7 @@ from projections.words import (
     describe_decision,
     describe_kind,
     describe_reason,
+    describe_rollout,
     describe_rule,
 )
 
@@ -114,6 +115,7 @@ __all__ = [
     "describe_decision",
     "describe_kind",
     "describe_reason",
+    "describe_rollout",
     "describe_rule",
     "excluded_sidecar_lines",
     "extend_attempts",

@@ -22,6 +22,7 @@ from projections.decide import Decision, decide
 from projections.replay import EventSource, replay
 from projections.row_lines import RowLines
 from projections.state import RunState
+from projections.words import describe_rollout
 
 __all__ = ["RULES", "History", "HistoryEntry", "history"]
 
@@ -79,8 +80,8 @@ class History(msgspec.Struct, frozen=True, kw_only=True):
 
     entries: tuple[HistoryEntry, ...]
     decision: Decision | None = None
-    cap: int | None = None  # the run's attempt cap, to say the decision in words
-    side_overrides: dict[str, Any] = msgspec.field(default_factory=dict)  # REC-80
+    #: The decision in words, as the run decided it (its id stays in ``decision``).
+    words: str | None = None
 
     @property
     def why(self) -> str | None:
@@ -378,7 +379,7 @@ def history(
     state, stored = _sources(source, events, since)
     lines = RowLines(getattr(source, "files", None))
     entries = tuple(_entries(_Trail(state, lines), stored, task, rollout, kind))
-    decision = None
+    decision = words = None
     if task is not None and rollout is not None:
         if rollout not in state.rollouts.get(task, {}):
             raise ConfigError(
@@ -386,7 +387,5 @@ def history(
                 key="task",
             )
         decision = decide(state, task, rollout)
-    overrides = state.policy.get("side_overrides") or {}
-    return History(
-        entries=entries, decision=decision, cap=state.cap, side_overrides=overrides
-    )
+        words = describe_rollout(state, task, rollout, decision)
+    return History(entries=entries, decision=decision, words=words)

@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 from ledger import side
+from projections.decide import counted_failures, decide
 from projections.words_tables import (
     COVERAGE_TERMS,
     DECISIONS,
@@ -27,6 +28,7 @@ from projections.words_tables import (
 
 if TYPE_CHECKING:
     from projections.decide import Decision
+    from projections.state import RunState
 
 __all__ = [
     "GLOSSARY",
@@ -35,12 +37,22 @@ __all__ = [
     "describe_decision",
     "describe_kind",
     "describe_reason",
+    "describe_rollout",
     "describe_rule",
 ]
 
 #: Reasons whose side is settled by the reason itself: a settled zero is the
 #: model's own result (REC-21, REC-20.5h), whatever the kind table says.
 _SIDE_OF_REASON = {"settled_zero": "model"}
+#: Rules whose side is settled by the rule: an infrastructure agent timeout
+#: (ROW-35, REC-20.4d and 5c) and a masked infrastructure result (ROW-41) are
+#: the infrastructure's; a final agent timeout (ROW-36, REC-20.5a) the model's.
+_SIDE_OF_RULE = {
+    "REC-20.4b": "evaluation",
+    "REC-20.4d": "evaluation",
+    "REC-20.5c": "evaluation",
+    "REC-20.5a": "model",
+}
 
 
 def _merged(*tables: Mapping[str, str]) -> Mapping[str, str]:
@@ -104,7 +116,7 @@ def describe_reason(reason: str) -> str:
     return REASON_PHRASES.get(reason, reason.replace("_", " "))
 
 
-def _attempts_used(decision: Decision) -> int:
+def _attempts_made(decision: Decision) -> int:
     # A retry names the attempt to dispatch next; every other decision names
     # the selected attempt (attempts are numbered from 0).
     if decision.value == "pending":
@@ -124,27 +136,32 @@ def describe_decision(
     decision: Decision,
     *,
     cap: int | None = None,
+    counted: int | None = None,
     side_overrides: Mapping[str, Any] | None = None,
 ) -> str:
     """One decision in words (REC-20), never its rule id.
 
     ``"retry: a server call timed out (infrastructure); counted toward the cap;
-    2 of 3 attempts used"``. With ``cap`` the line ends with the attempts used
-    of the cap (the caller names the attempt where it wants it). ``side_overrides``
-    are the run policy's, so the side shown is the one the run decided with.
+    2 of 3 attempts used"``. With ``cap`` the line ends with the attempts made
+    of the cap, or with ``counted`` (the rollout's failures the cap counts
+    since the latest budget reset, REC-13) ``"2 of 3 counted failures"``.
+    ``side_overrides`` are the run policy's, so the side shown is the one the
+    run decided with.
     """
     reason = describe_reason(decision.reason)
     parts = [reason + (_score(decision.score) if decision.value == "complete" else "")]
     if decision.kind is not None:
-        known = _SIDE_OF_REASON.get(decision.reason)
+        known = _SIDE_OF_REASON.get(decision.reason) or _SIDE_OF_RULE.get(decision.rule)
         kind = describe_kind(
             decision.kind, side_overrides=side_overrides, known_side=known
         )
         parts.insert(0, kind)
-    used = _attempts_used(decision)
-    if cap is not None:
-        word = "attempt" if cap == 1 else "attempts"
-        parts.append(f"{used} of {cap} {word} used")
+    if cap is not None and counted is not None:
+        noun = "counted failure" if cap == 1 else "counted failures"
+        parts.append(f"{counted} of {cap} {noun}")
+    elif cap is not None:
+        noun = "attempt" if cap == 1 else "attempts"
+        parts.append(f"{_attempts_made(decision)} of {cap} {noun} used")
     return f"{decision.value}: " + "; ".join(parts)
 
 
@@ -162,3 +179,30 @@ def describe_rule(rule_id: str) -> str:
     if head != rule_id and head in RULES:
         return RULES[head]
     return "A rule of the recovery specification this version does not describe."
+
+
+#: Decisions the attempt cap no longer concerns (REC-40: the run's finished work).
+_DONE = ("complete", "omitted")
+
+
+def describe_rollout(
+    state: RunState, task: int, rollout: int, decision: Decision | None = None
+) -> str:
+    """A rollout's decision in words, as the run decided it (REC-20, REC-13).
+
+    The cap in force, the rollout's counted failures since the latest budget
+    reset (not said for a complete or omitted rollout) and the policy's side
+    overrides come from ``state``; ``decision`` is decided when not given
+    (``KeyError`` for an unknown key).
+    """
+    if decision is None:
+        decision = decide(state, task, rollout)
+    sides = state.policy.get("side_overrides") or None
+    if decision.value in _DONE:  # the cap no longer matters to it
+        return describe_decision(decision, side_overrides=sides)
+    counted = counted_failures(state.rollout(task, rollout), state.before_seq)
+    words = describe_decision(
+        decision, cap=state.cap, counted=counted, side_overrides=sides
+    )
+    # REC-16: failures before the latest budget reset no longer count.
+    return words + (" since the budget reset" if state.before_seq else "")

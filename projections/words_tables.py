@@ -203,6 +203,8 @@ KIND_PHRASES: Final[Mapping[str, str]] = MappingProxyType({
     "cohort_incomplete": "the attempt's group did not complete",
     "agent_timeout": "the agent ran out of its time limit",
     "agent_command_not_allowed": "the agent ran a command it may not run",
+    # A producer class, not a registered kind: an omission's (REC-35).
+    "skipped": "the producer skipped the rollout",
     # ROW-22: retained producer routing names, said as the shared name they mean.
     "timeout_exceeded": "the agent ran out of its time limit",
     "judge_invalid": "the judge's answer could not be read",

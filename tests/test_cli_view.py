@@ -90,7 +90,7 @@ def test_cli_6_status_prints_the_summary_coverage_and_held(mixed: CliRun) -> Non
         "held (1):\n"
         "  task 0 rollout 1 attempt 0: held: the sandbox session was lost "
         "(infrastructure); kept an answer; waits for an operator's approval; "
-        "1 of 3 attempts used\n"
+        "0 of 3 counted failures\n"
     )
     assert head.startswith("  head seq 15 ")
     assert snapshot(mixed) == before  # EV-12: a reader never writes
@@ -199,7 +199,7 @@ def test_cli_8_one_rollout_ends_with_its_decision_and_rule(mixed: CliRun) -> Non
         "    12  2026-01-01T00:00:00.003000Z  collector         failure_saved       "
         "  t1 r0 a0    failure agent_timeout (rollouts_failures.jsonl line 2)\n"
         "decision: complete: the agent ran out of its time limit (model); scored "
-        "zero, the model's own result, reward 0; 1 of 3 attempts used\n"
+        "zero, the model's own result, reward 0\n"
         "rule: The model ran out of its own time limit: complete, scored by its "
         "recorded grade or else zero; it never runs again.\n"
     )

@@ -146,3 +146,34 @@ def test_the_check_fails_on_a_rule_id() -> None:
     assert BYTE_PLACE.search("result (example_rollouts.jsonl@6471)")
     assert ONE_PLURAL.search("recorded 1 rows")
     assert not ONE_PLURAL.search("recorded 11 rows, 0.1 rows")
+
+
+@pytest.mark.parametrize("name", ["branches", "rejudge_and_approvals"])
+def test_cli_8_history_names_each_row_by_its_file_and_line(
+    name: str, tmp_path: Path
+) -> None:
+    """CLI-8: "(rollouts.jsonl line N)" is the line that holds the recorded row."""
+    from ledger import Ledger
+    from ledger.events import ResultSaved
+    from tests.test_golden import rebuild_golden
+
+    out = rebuild_golden(name, tmp_path)
+    run = CliRun.__new__(CliRun)
+    run.clock = None  # type: ignore[assignment]
+    printed = CliRun.invoke(run, "history", out).stdout
+    lines = out.read_bytes().split(b"\n")
+    checked = 0
+    with Ledger.open(out) as led:
+        for event in led.events(kinds=["result_saved"]):
+            body = event.body
+            assert isinstance(body, ResultSaved)
+            entry = next(
+                x for x in printed.splitlines() if x.split()[0] == str(event.seq)
+            )
+            found = re.search(r"\((\S+) line (\d+)\)$", entry)
+            assert found is not None, entry
+            assert found[1] == body.location.file
+            row = out.read_bytes()[body.location.offset :][: body.location.length]
+            assert lines[int(found[2]) - 1] + b"\n" == row
+            checked += 1
+    assert checked

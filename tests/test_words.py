@@ -118,3 +118,49 @@ def test_rec21_a_settled_zero_is_said_as_the_model_s_result() -> None:
     assert describe_decision(decision).startswith(
         "complete: the sandbox session was lost (model); scored zero"
     )
+
+
+def test_plural_says_one_in_the_singular() -> None:
+    """Counts a person reads: "1 row", "2 rows", "0 rows", irregular plurals."""
+    from ledger import plural
+
+    assert plural(1, "row") == "1 row"
+    assert plural(0, "row") == "0 rows"
+    assert plural(2, "entry", "entries") == "2 entries"
+
+
+def _golden_state(name: str) -> projections.RunState:
+    from tests.test_golden import golden_rows, stored_events
+
+    return projections.replay(stored_events(golden_rows(name)))
+
+
+def test_rec13_describe_rollout_counts_failures_against_the_cap() -> None:
+    """REC-13: the words count the failures the cap counts, not attempts made."""
+    state = _golden_state("infrastructure")
+    decisions = projections.decide_all(state)
+    (task, rollout), decision = next(
+        (k, d) for k, d in sorted(decisions.items()) if d.value == "exhausted"
+    )
+    text = projections.describe_rollout(state, task, rollout)
+    assert text == projections.describe_rollout(state, task, rollout, decision)
+    assert text.startswith("exhausted: ")
+    assert text.endswith(f"; {state.cap} of {state.cap} counted failures")
+
+
+def test_rec16_describe_rollout_after_a_budget_reset_says_so() -> None:
+    """REC-16: failures before the latest reset no longer count, and it says so."""
+    state = _golden_state("budget_and_policy")
+    assert state.before_seq > 0
+    decisions = projections.decide_all(state)
+    task, rollout = next(k for k, d in sorted(decisions.items()) if d.value == "retry")
+    text = projections.describe_rollout(state, task, rollout)
+    assert text.endswith("counted failures since the budget reset")
+
+
+def test_rec20_4d_an_infrastructure_timeout_is_said_as_infrastructure() -> None:
+    """ROW-35, REC-20.5c: an agent timeout cut short by us is not the model's."""
+    decision = Decision("exhausted", 1, "REC-20.5c", "agent_timeout", "cap")
+    assert "(infrastructure)" in describe_decision(decision)
+    final = Decision("complete", 0, "REC-20.5a", "agent_timeout", "graded_failure", 1)
+    assert "(model)" in describe_decision(final)
