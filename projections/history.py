@@ -187,7 +187,6 @@ _SUMMARIES: dict[type[Any], Callable[[Any], str]] = {
         f"identity overridden ({_short(b.from_digest)} -> {_short(b.to_digest)}): "
         f"{', '.join(b.semantic_keys)}{_reason(b.reason)}"
     ),
-    ev.TailRepaired: lambda b: _TAIL_TEXT.get(b.action, _cut_text)(b),
     ev.ResumeStarted: lambda b: (
         "resume: "
         + ", ".join(f"{name} {count}" for name, count in sorted(b.counts.items()))
@@ -195,23 +194,23 @@ _SUMMARIES: dict[type[Any], Callable[[Any], str]] = {
 }
 
 
-def _cut_text(b: ev.TailRepaired) -> str:
+def _cut_text(b: ev.TailRepaired, where: str) -> str:
     kind = "blank" if b.saved_as.rpartition("/")[2].startswith("blank-") else "torn"
     return (
-        f"{kind} tail of {b.file} cut at byte {b.offset} ({b.length} bytes, saved "
+        f"{kind} tail of {where} cut ({plural(b.length, 'byte')}, saved "
         f"as {b.saved_as})"
     )
 
 
 #: REC-83: a kept last row's newline, appended or found.
-_TAIL_TEXT: dict[str, Callable[[ev.TailRepaired], str]] = {
-    ev.NEWLINE_APPENDED: lambda b: (
-        f"newline appended to the last row of {b.file} at byte {b.offset} "
+_TAIL_TEXT: dict[str, Callable[[ev.TailRepaired, str], str]] = {
+    ev.NEWLINE_APPENDED: lambda b, where: (
+        f"newline appended to the last row, at the end of {where} "
         "(a complete row; kept)"
     ),
-    ev.NEWLINE_RECORDED: lambda b: (
-        f"newline another writer appended to the last row of {b.file}, at byte "
-        f"{b.offset}, recorded"
+    ev.NEWLINE_RECORDED: lambda b, where: (
+        f"newline another writer appended to the last row, at the end of {where}, "
+        "recorded"
     ),
 }
 
@@ -325,6 +324,9 @@ def _summary(body: Any, lines: RowLines) -> str:
         return _released(body)
     if isinstance(body, (ev.ResultSaved, ev.FailureSaved)):
         return _outcome(body, lines)
+    if isinstance(body, ev.TailRepaired):  # where: a line, never a byte offset
+        where = lines.where(body.file, body.offset)
+        return _TAIL_TEXT.get(body.action, _cut_text)(body, where)
     render = _SUMMARIES.get(type(body))
     return render(body) if render is not None else ""
 
