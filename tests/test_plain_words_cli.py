@@ -177,3 +177,61 @@ def test_cli_8_history_names_each_row_by_its_file_and_line(
             assert lines[int(found[2]) - 1] + b"\n" == row
             checked += 1
     assert checked
+
+
+def test_cli_2_5_10_recording_commands_print_plain_words_and_counts(
+    tmp_path: Path,
+) -> None:
+    """CLI-2, CLI-5, CLI-10: what create, record and the operator actions print."""
+    run = CliRun(tmp_path, tasks=1, rollouts=1)
+    printed = [run.create()]
+    _, plan = run.resume()
+    printed.append(run.record([{**plan[0], **failed("session_lost", answer=True)}]))
+    out = run.out
+    for args in (
+        ("approve", out, "--task", 0, "--rollout", 0, "--attempt", 0, "--reason", "x"),
+        ("extend-attempts", out, 2, "--reason", "x"),
+        ("reset-budget", out, "--reason", "x"),
+        ("policy", out, "--set", "max_free_attempts=3", "--reason", "x"),
+        ("export", out, "-o", tmp_path / "events.jsonl"),
+        ("results", out, "--all", "-o", tmp_path / "selected.jsonl"),
+    ):
+        printed.append(run.ok(*args))
+    for result in printed:
+        assert_plain(result, result.stdout)
+    text = "".join(r.stdout for r in printed)
+    assert "1 rollout of 1 task" in text
+    assert "recorded 1 row: 0 results, 1 failure" in text
+    assert "plan changes (1 rollout):" in text
+
+
+def test_cli_8_the_rule_id_stays_in_history_json(mixed: CliRun) -> None:
+    """CLI-8: --json keeps the deciding rule's id for auditors (REC-20.5a)."""
+    import json
+
+    result = mixed.ok("history", mixed.out, "--task", 1, "--rollout", 0, "--json")
+    document = json.loads(result.stdout)
+    assert document["decision"]["rule"] == "REC-20.5a"
+    text = mixed.ok("history", mixed.out, "--task", 1, "--rollout", 0).stdout
+    assert "REC-" not in text
+    assert "rule: The model ran out of its own time limit" in text
+
+
+def test_rec41_every_term_status_prints_is_in_the_glossary() -> None:
+    """REC-41: each decision and reason in the golden status outputs is explained."""
+    from projections import GLOSSARY
+
+    pages = sorted((Path(__file__).parent / "golden" / "text").glob("*.status.txt"))
+    assert pages
+    seen = set()
+    for page in pages:
+        for line in page.read_text(encoding="utf-8").splitlines():
+            row = re.fullmatch(r"  ([a-z_]+) +\d+(?:  \((.*)\))?", line)
+            if row is None:
+                continue
+            seen.add(row[1])
+            for part in (row[2] or "").split(", "):
+                if part:
+                    seen.add(part.rsplit(" ", 1)[0])
+    assert {"held", "complete", "settled_zero", "kept_answer"} <= seen
+    assert sorted(term for term in seen if term not in GLOSSARY) == []
