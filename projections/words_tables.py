@@ -125,6 +125,12 @@ COVERAGE_TERMS: Final[Mapping[str, str]] = MappingProxyType({
     "this run.",
     "overrides": "Times a resume was forced past a changed configuration "
     "(--allow-unsafe).",
+    "policy": "The run's recovery policy: the settings that decide how failures are "
+    "retried, graded again or held (defaults when none was changed).",
+    "pending repairs": "Rows a killed writer left in a collector file without "
+    "recording them; the next writer records them (status --publish does).",
+    "waiting to be adopted": "Rows another collector appended to the run's files "
+    "without the ledger (NeMo Gym's own --resume, say); import adopts them.",
     "policy changes": "Times the recovery policy was changed for this run.",
     "config": "A short digest of the run's configuration, as saved when it was "
     "created; unverified when the run was imported without one.",
