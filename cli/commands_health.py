@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from cli.common import out_argument, reader
+from cli.progress import working
 from cli.render import plural
 
 __all__ = ["doctor", "verify"]
@@ -35,8 +36,8 @@ def verify(out: Path | str) -> None:
     import ledger
     import projections
 
-    with reader(out, check_head=False) as led:  # the full chain check names it
-        found = projections.verify_run(led)
+    with working("verifying"), reader(out, check_head=False) as led:
+        found = projections.verify_run(led)  # the full chain check names it
     if found.findings:
         for finding in found.findings:
             click.echo(str(finding))
@@ -72,7 +73,8 @@ def doctor(out: Path | str) -> None:
     """
     import ledger
 
-    report = ledger.doctor(out)
+    with working("checking"):
+        report = ledger.doctor(out)
     for check in report.checks:
         click.echo(f"{check.name}: {'ok' if check.ok else 'PROBLEM'}: {check.detail}")
     click.echo(

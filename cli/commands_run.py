@@ -18,6 +18,7 @@ from cli.common import (
     run_clock,
     writer,
 )
+from cli.progress import working
 from cli.render import plural
 
 if TYPE_CHECKING:
@@ -177,7 +178,8 @@ def resume(
         raise click.UsageError("--plan-out releases a plan; --dry-run writes nothing")
     collection = load_config(config)
     servers = load_global_config(global_configs)
-    with reader(out) if dry_run else writer(out) as led:
+    opened = reader(out) if dry_run else writer(out)
+    with working("resuming"), opened as led:
         found = projections.resume_with_plan_file(
             led,
             collection,

@@ -6,8 +6,10 @@ Each opens the run read-only and never writes (EV-12), except ``status
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +24,13 @@ from cli.common import (
     reader,
     writer,
 )
+from cli.figures import (
+    counting_options,
+    keep_collector_metrics,
+    metrics_json,
+    metrics_text,
+)
+from cli.progress import working
 from cli.render import plural
 
 if TYPE_CHECKING:
@@ -33,26 +42,41 @@ _OUTPUT = click.Path(dir_okay=False, writable=True, path_type=Path)
 
 
 @contextmanager
-def _sink(out: Path | str, path: Path | None) -> Iterator[Any]:
-    """``path`` opened to replace it atomically when closed; else binary stdout.
+def _sink(out: Path | str, path: Path | None, option: str = "-o") -> Iterator[Any]:
+    """``path`` written through a temporary file that replaces it; else stdout.
 
-    ``path`` is checked first: never a file of the run, nor in its ledger folder.
+    ``path`` is checked first: never a file of the run, nor in its ledger
+    folder. It is replaced only when everything was written: after an error
+    (a row that changed, a full disk) it is left as it was.
     """
     import ledger
 
-    ledger.check_outputs(out, {"-o": path})
+    ledger.check_outputs(out, {option: path})
+    if path is None:
+        with click.open_file("-", "wb") as stdout:
+            yield stdout
+        return
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.partial")
     try:
-        handle = click.open_file("-" if path is None else str(path), "wb", atomic=True)
+        handle = open(temporary, "wb")  # noqa: SIM115  # closed below
     except OSError as exc:  # -o nosuchdir/x, a name too long, no permission
         raise ledger.ConfigError(
-            f"cannot write -o {path}: {exc.strerror or exc}", key="output", path=path
+            f"cannot write {option} {path}: {exc.strerror or exc}",
+            key="output" if option == "-o" else option.lstrip("-"),
+            path=path,
         ) from None
     try:
-        with handle:
-            yield handle
+        try:
+            with handle:
+                yield handle
+            os.replace(temporary, path)
+        except BaseException:
+            with suppress(OSError):
+                temporary.unlink()
+            raise
     except OSError as exc:  # the disk filled while writing or renaming
         raise ledger.StorageError(
-            f"writing {path or 'stdout'} failed: {exc.strerror or exc}", path=path
+            f"writing {path} failed: {exc.strerror or exc}", path=path
         ) from exc
 
 
@@ -69,10 +93,19 @@ def _held(status: RunStatus) -> list[dict[str, Any]]:
 @out_argument
 @click.option("--json", "as_json", is_flag=True, help="One JSON document instead.")
 @click.option("--publish", is_flag=True, help="Take the lock and rewrite the files.")
-def status(out: Path, as_json: bool, publish: bool) -> None:
+@counting_options
+def status(
+    out: Path,
+    as_json: bool,
+    publish: bool,
+    failures_as_zero: bool,
+    missing_as_zero: bool,
+) -> None:
     """Show the run's manifest summary and coverage.
 
-    The coverage (each decision and its reasons) as a table, the manifest
+    First how many rollouts are complete and the reward figures of the
+    selected results (mean, standard error, 95% interval, pass@k); then the
+    coverage (each decision and its reasons) as a table, the manifest
     summary (run id, digests, cap and extension, policy, drift and overrides),
     held rollouts with reasons and kinds, pending repairs, and rows waiting to
     be adopted (appended without the ledger, by NeMo Gym's own --resume, say).
@@ -88,8 +121,18 @@ def status(out: Path, as_json: bool, publish: bool) -> None:
     import projections
     from cli.render import coverage_lines, decision_line, run_lines, run_summary
 
-    with writer(out) if publish else reader(out) as led:
-        found = projections.status(led, publish=publish)
+    opened = writer(out) if publish else reader(out)
+    with working("reading the run"), opened as led:
+        found = projections.status(
+            led,
+            publish=publish,
+            count_failure_classes_as_zero=failures_as_zero,
+            count_missing_rollouts_as_zero=missing_as_zero,
+        )
+    for row in found.changed:  # R-7: on stderr, --json too
+        click.echo(
+            f"rollout-ledger: warning: {row}; run `rollout-ledger verify`", err=True
+        )
     summary = run_summary(found.state)
     cover = found.coverage.to_dict()
     held = _held(found)
@@ -107,10 +150,12 @@ def status(out: Path, as_json: bool, publish: bool) -> None:
                     {"file": w.file, "rows": w.rows, "first_line": w.first_line}
                     for w in found.waiting
                 ],
+                "metrics": metrics_json(found),
             }
         )
         return
-    lines = run_lines(summary) + coverage_lines(cover)
+    lines = metrics_text(found)
+    lines += run_lines(summary) + coverage_lines(cover)
     lines += [f"held ({len(held)}):"] if held else []
     lines += [
         "  " + decision_line(h.task, h.rollout, h.decision, state=found.state)
@@ -143,7 +188,7 @@ def check(out: Path) -> None:
     """
     import projections
 
-    with reader(out) as led:
+    with working("reading the run"), reader(out) as led:
         cover = projections.check_run(led)
         note = projections.adopt_note(led)
     n = cover.expected
@@ -159,6 +204,8 @@ def check(out: Path) -> None:
 @click.option("--rollout", type=count(0), help="Only this rollout index.")
 @click.option("--kind", help="Only events of this kind (e.g. failure_saved).")
 @click.option("--since", type=count(1), help="Only from this seq on.")
+@click.option("--tail", type=count(1), metavar="N", help="Only the last N entries.")
+@click.option("--limit", type=count(1), metavar="N", help="Only the first N entries.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON document instead.")
 def history(
     out: Path,
@@ -166,14 +213,18 @@ def history(
     rollout: int | None,
     kind: str | None,
     since: int | None,
+    tail: int | None,
+    limit: int | None,
     as_json: bool,
 ) -> None:
     """Print the audit trail, one line per event.
 
     Columns: seq, time, actor, kind, key (t<task> r<rollout> a<attempt>) and a
-    summary; superseded, duplicate and abandoned entries are marked. With
-    --task and --rollout it ends with the rollout's decision and the rule that
-    decided, in words (--json keeps the rule's id).
+    summary, under a header; superseded, duplicate and abandoned entries are
+    marked. With --task and --rollout it ends with the rollout's decision and
+    the rule that decided, in words (--json keeps the rule's id). --tail N or
+    --limit N shows the last or first N entries; on a terminal the trail opens
+    in a pager.
 
     \b
     Example:
@@ -184,55 +235,114 @@ def history(
     import msgspec
 
     import projections
-    from cli.render import history_line
+    from cli.render import history_header, history_line
 
-    with reader(out) as led:
+    if tail is not None and limit is not None:
+        raise click.UsageError("give --tail N or --limit N, not both")
+    with working("reading the run"), reader(out) as led:
         found = projections.history(
             led, task=task, rollout=rollout, kind=kind, since=since
         )
+    entries = found.entries
+    if tail is not None:
+        entries = entries[-tail:]
+    elif limit is not None:
+        entries = entries[:limit]
     if as_json:
         echo_json(
             {
-                "entries": msgspec.to_builtins(found.entries),
+                "entries": msgspec.to_builtins(entries),
                 "decision": msgspec.to_builtins(found.decision),
                 "why": found.why,
             }
         )
         return
-    for entry in found.entries:
-        click.echo(history_line(entry))
+    lines = [history_header(entries[0])] if entries else []
+    lines += [history_line(entry) for entry in entries]
+    if len(entries) < len(found.entries):
+        lines.append(f"({len(entries)} of {len(found.entries)} entries shown)")
     if found.decision is not None:
         # In words; the rule's id is in --json only.
-        click.echo(f"decision: {found.words}")
-        click.echo(f"rule: {projections.describe_rule(found.decision.rule)}")
+        lines.append(f"decision: {found.words}")
+        lines.append(f"rule: {projections.describe_rule(found.decision.rule)}")
+    _page(lines)
+
+
+def _page(lines: list[str]) -> None:
+    """``lines`` on stdout: through a pager when stdout is a terminal."""
+    if sys.stdout.isatty():
+        click.echo_via_pager("\n".join(lines) + "\n")
+        return
+    for line in lines:
+        click.echo(line)
 
 
 @click.command()
 @out_argument
 @click.option("-o", "--output", type=_OUTPUT, help="Write to FILE, not stdout.")
 @click.option("--all", "everything", is_flag=True, help="Add unfinished rollouts.")
+@click.option(
+    "--allow-changed",
+    is_flag=True,
+    help="Write a row edited since it was recorded as it stands, with a warning.",
+)
+@click.option(
+    "--metrics",
+    type=_OUTPUT,
+    help="Also write the reward figures to FILE, as NeMo Gym's "
+    "aggregate metrics file plus the run's coverage.",
+)
+@counting_options
 @quiet_option
-def results(out: Path, output: Path | None, everything: bool, quiet: bool) -> None:
+def results(
+    out: Path,
+    output: Path | None,
+    everything: bool,
+    allow_changed: bool,
+    metrics: Path | None,
+    failures_as_zero: bool,
+    missing_as_zero: bool,
+    quiet: bool,
+) -> None:
     """Write the selected result of each rollout as JSONL.
 
     In materialized order, each row as saved plus _ng_decision, with reward
     set to the decided score (a settled zero is marked _ng_settled_zero).
     Superseded attempts, duplicates and retried masked rows never appear.
     --all adds every unfinished rollout with its decision and no reward.
+    A row edited since it was recorded stops the output (exit 5, naming its
+    file and line) unless --allow-changed.
+    --metrics FILE also writes the figures of the complete rollouts in the
+    shape of NeMo Gym's <stem>_aggregate_metrics.json, with the run's reward
+    figures and coverage under "rollout_ledger"; the two counting options
+    change those figures and are stated beside them.
 
     \b
     Example:
       rollout-ledger results results/rollouts.jsonl -o selected.jsonl
+      rollout-ledger results results/rollouts.jsonl -o selected.jsonl \\
+        --metrics selected_aggregate_metrics.json
     \f
     Rules: CLI-12.
     """
     import msgspec
 
+    import ledger
     import projections
 
+    ledger.check_outputs(out, {"-o": output, "--metrics": metrics})
+    keep_collector_metrics(out, metrics)
     encode = msgspec.json.Encoder().encode
     with reader(out) as led, _sink(out, output) as sink:
-        found = projections.result_rows(led, all=everything)
+        with working("reading the run", quiet=quiet):
+            found = projections.measured_rows(
+                led,
+                all=everything,
+                allow_changed=allow_changed,
+                metrics=metrics is not None,
+                count_failure_classes_as_zero=failures_as_zero,
+                count_missing_rollouts_as_zero=missing_as_zero,
+            )
         written = 0
         with progress(
             found.rows, length=found.count, label="results", quiet=quiet
@@ -240,8 +350,14 @@ def results(out: Path, output: Path | None, everything: bool, quiet: bool) -> No
             for row in bar:
                 sink.write(encode(row) + b"\n")
                 written += 1
+    if metrics is not None and found.figures is not None:
+        with _sink(out, metrics, "--metrics") as sink:
+            document = msgspec.json.encode(found.figures.document())
+            sink.write(msgspec.json.format(document) + b"\n")
     if output is not None:
         click.echo(f"wrote {plural(written, 'row')} to {output}")
+    if metrics is not None:  # on stderr when the rows went to stdout
+        click.echo(f"wrote the reward figures to {metrics}", err=output is None)
 
 
 @click.command()

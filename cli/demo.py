@@ -20,6 +20,7 @@ from typing import Any
 import click
 
 from cli.common import load_config, load_global_config, reader, run_clock
+from cli.progress import working
 from cli.render import plural
 
 __all__ = ["demo"]
@@ -236,7 +237,8 @@ def demo(folder: Path | None, rollouts: int, seed: int) -> None:
     for number in range(1, MAX_ROUNDS + 1):
         if number == 2:  # an operational change between resumes: accepted as drift
             _write_config(folder, parallel=64)
-        lines = _round(folder, seed, die_in_wave=1 if number == 1 else None)
+        with working(f"round {number}"):
+            lines = _round(folder, seed, die_in_wave=1 if number == 1 else None)
         click.echo(
             f"round {number}: "
             + "; ".join(line for line in lines if not line.startswith("wave "))

@@ -37,6 +37,8 @@ class _EchoHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         message = _safe(record.getMessage())
+        if sys.stderr.isatty():  # a spinner's line is erased first (cli.progress)
+            click.echo("\r\x1b[K", err=True, nl=False)
         click.echo(f"rollout-ledger: warning: {message}", err=True)
 
 

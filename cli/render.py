@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 __all__ = [
     "coverage_lines",
     "decision_line",
+    "history_header",
     "history_line",
     "plan_change_lines",
     "plural",
@@ -184,4 +185,12 @@ def history_line(entry: HistoryEntry) -> str:
     return (
         f"{entry.seq:>6}  {entry.at}  {entry.actor:<16}  {entry.kind:<20}  "
         f"{entry.key:<10}  {entry.summary}{marks}"
+    )
+
+
+def history_header(entry: HistoryEntry) -> str:
+    """The column names above ``history_line``s, aligned with ``entry``'s."""
+    return (
+        f"{'seq':>6}  {'time':<{len(entry.at)}}  {'actor':<16}  {'kind':<20}  "
+        f"{'key':<10}  summary"
     )

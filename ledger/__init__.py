@@ -103,6 +103,7 @@ from ledger.store.registry import resolve_out
 
 # isort: split
 # What the commands call (one library function each) and the values they use.
+from ledger.errors import plural
 from ledger.legacy.importer import ImportReport
 from ledger.paths import RunPaths
 from ledger.run.create import adopted_inputs
@@ -111,7 +112,6 @@ from ledger.run.opening import open_run
 from ledger.run.plan_record import read_plan_rows, record_plan_rows
 from ledger.run.transfer import CopiedRun, copy_into_store, copy_to_files
 from ledger.run.waiting import Waiting, adopt_advice, group_waiting
-from ledger.words import plural
 
 __all__ = [
     "FAILURE_KINDS",

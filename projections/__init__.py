@@ -4,11 +4,14 @@
 rollout; ``coverage`` and ``check_complete`` summarize; ``gate`` and ``resume``
 check and plan; ``replan`` releases what the decisions allow; ``publish``,
 ``verify``, ``history`` (with its ``History`` and ``HistoryEntry`` values) and
-``selected_results`` serve the command line, as do ``config_diff`` and the
-operator actions (``approve``, ``reset_budget``, ``extend_attempts``,
-``set_policy``). ``GLOSSARY``, ``describe_decision``, ``describe_kind`` and
-``describe_rule`` (``projections.words``) say them in plain words. Everything
-not in ``__all__`` is private and may move.
+``selected_results`` serve the command line, as do ``reward_metrics`` (a
+``RewardMetrics``: the reward figures, in words by ``metrics_lines``;
+``AggregateMetrics``: NeMo Gym's file of them),
+``config_diff`` and the operator actions (``approve``, ``reset_budget``,
+``extend_attempts``, ``set_policy``). ``GLOSSARY``, ``describe_decision``,
+``describe_rollout``, ``describe_kind`` and ``describe_rule``
+(``projections.words``) say them in plain words. Everything not in
+``__all__`` is private and may move.
 
 Each command calls one of these and renders what it returns: ``create_run``
 (a ``CreatedRun``), ``resume_with_plan_file`` (a ``Resume``, its plan written
@@ -16,7 +19,8 @@ as a plan file), ``record_outcomes`` (``RecordedOutcomes``), ``status`` (a
 ``RunStatus``), ``check_run`` (the ``Coverage`` of a complete run),
 ``history``, ``verify_run`` (a ``Verification``), ``approve_held`` (an
 ``Approval``), ``reset_budget``, ``extend_attempts``, ``set_policy``,
-``config_diff``, ``result_rows`` (``ResultRows``), ``audit_export`` (an
+``config_diff``, ``result_rows`` (``ResultRows``; ``measured_rows`` adds
+the reward figures' file, ``MeasuredRows``), ``audit_export`` (an
 ``AuditExport``), ``import_run`` (an ``ImportResult``) and
 ``import_into_store`` (a ``StoreImport``).
 """
@@ -29,6 +33,11 @@ from projections.actions import (
     reset_budget,
     set_policy,
 )
+from projections.aggregate import (
+    AggregateMetrics,
+    MeasuredRows,
+    measured_rows,
+)
 from projections.config_diff import ConfigDiff, KeyDiff, config_diff
 from projections.coverage import (
     Coverage,
@@ -40,6 +49,8 @@ from projections.decide import Decision, decide, decide_all
 from projections.gate import GateVerdict, gate
 from projections.history import History, HistoryEntry, history
 from projections.importing import import_run
+from projections.metrics import PassAtK, RewardMetrics, TaskMean, reward_metrics
+from projections.metrics_text import metrics_lines
 from projections.plan import HeldItem, Plan, RejudgeItem
 from projections.publish import publish
 from projections.replan import replan
@@ -70,7 +81,7 @@ from projections.plan_file import (
     record_outcomes,
     resume_with_plan_file,
 )
-from projections.results import ResultRows, result_rows
+from projections.results import ChangedRow, ResultRows, changed_rows, result_rows
 from projections.status import RunStatus, adopt_note, check_run, status
 from projections.verify import Verification, verify_run
 
@@ -78,8 +89,10 @@ __all__ = [
     "GLOSSARY",
     "GLOSSARY_SECTIONS",
     "RULE_WORDS",
+    "AggregateMetrics",
     "Approval",
     "AuditExport",
+    "ChangedRow",
     "ConfigDiff",
     "Coverage",
     "CreatedRun",
@@ -91,20 +104,25 @@ __all__ = [
     "HistoryEntry",
     "ImportResult",
     "KeyDiff",
+    "MeasuredRows",
     "OperatorResult",
+    "PassAtK",
     "Plan",
     "RecordedOutcomes",
     "RejudgeItem",
     "ResultRows",
     "Resume",
+    "RewardMetrics",
     "RunState",
     "RunStatus",
     "StoreImport",
+    "TaskMean",
     "Verification",
     "adopt_note",
     "approve",
     "approve_held",
     "audit_export",
+    "changed_rows",
     "check_complete",
     "check_run",
     "config_diff",
@@ -124,6 +142,8 @@ __all__ = [
     "history",
     "import_into_store",
     "import_run",
+    "measured_rows",
+    "metrics_lines",
     "publish",
     "record_outcomes",
     "replan",
@@ -132,6 +152,7 @@ __all__ = [
     "result_rows",
     "resume",
     "resume_with_plan_file",
+    "reward_metrics",
     "selected_results",
     "set_policy",
     "status",

@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 
 from ledger import (
+    FAILURE_KINDS,
     MAX_ATTEMPTS,
     ConfigError,
     CorruptLedger,
@@ -33,6 +34,7 @@ from ledger.events import (
     RerunApproved,
 )
 from ledger.policy.log import policy_changes, policy_from_json
+from projections.coverage import HELD_REASONS
 from projections.decide import Decision, decide_all
 from projections.publish import publish
 from projections.replay import replay
@@ -229,6 +231,7 @@ def approve_held(
         raise ConfigError("reason_held and kind narrow held rollouts, not an attempt")
     attempt = None if attempt is None else attempt_key(attempt)
     state = replay(ledger)
+    _known_filters(state, reason_held, kind)
     decisions = decide_all(state)
     if attempt is None:
         chosen = tuple(
@@ -244,6 +247,32 @@ def approve_held(
     # Each chosen attempt is held: checked above, or chosen among the held.
     result = _append_approvals(ledger, state, named, reason=reason, actor=actor)
     return Approval(chosen=chosen, result=result)
+
+
+def _known_filters(state: RunState, reason_held: str | None, kind: str | None) -> None:
+    """REC-26's filters name a held reason and a kind that exist, or are refused.
+
+    A typo would match nothing and approve nothing, silently; refused instead,
+    with the names that would match.
+    """
+    if reason_held is not None and reason_held not in HELD_REASONS:
+        raise ConfigError(
+            f"{reason_held!r} is not a reason a rollout is held for; the reasons "
+            f"are {', '.join(HELD_REASONS)}",
+            key="reason_held",
+        )
+    if kind is None or kind in FAILURE_KINDS:
+        return
+    classes = _failure_classes(state)
+    if kind not in classes:
+        others = ", ".join(sorted(classes - FAILURE_KINDS)) or "none"
+        raise ConfigError(
+            f"{kind!r} is neither a registered failure kind nor a failure class of "
+            f"this run's rows.\n  registered failure kinds: "
+            f"{', '.join(sorted(FAILURE_KINDS))}\n  other failure classes in this "
+            f"run: {others}",
+            key="kind",
+        )
 
 
 def extend_attempts(

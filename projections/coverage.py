@@ -18,7 +18,13 @@ from projections.decide import (
 )
 from projections.state import CODE_SHIFT, MASKED, RESERVED, RolloutState, RunState
 
-__all__ = ["Coverage", "check_complete", "coverage", "excluded_sidecar_lines"]
+__all__ = [
+    "HELD_REASONS",
+    "Coverage",
+    "check_complete",
+    "coverage",
+    "excluded_sidecar_lines",
+]
 
 Decisions = dict[tuple[int, int], Decision]
 
@@ -32,6 +38,8 @@ _SPLITS = {
     "exhausted": ("cap", "free_attempts"),
     "omitted": ("accepted",),
 }  # fmt: skip
+#: The reasons a held rollout can carry (``approve --reason-held``).
+HELD_REASONS: tuple[str, ...] = _SPLITS["held"]
 _SUSPECT_FREE_ATTEMPTS = 3  # REC-4
 
 
@@ -114,10 +122,21 @@ class _Tally:
             self.outcomes += a.bits >> CODE_SHIFT != 0
             a = a.earlier
         self.outcomes += rollout.duplicates
+        if rollout.extras is not None and rollout.stages:
+            self.outcomes += _stage_rows(rollout)
         self.duplicates += rollout.duplicates
         self.superseded += rollout.superseded
         self.suspect += free_attempts(rollout, after) >= _SUSPECT_FREE_ATTEMPTS
         self.counted += counted_failures(rollout, after)
+
+
+def _stage_rows(rollout: RolloutState) -> int:
+    """ROW-64: the saved stage rows that are no attempt's outcome (its final's is)."""
+    count = 0
+    for attempt, seq in (rollout.stages or {}).values():
+        record = rollout.attempt(attempt)
+        count += record is None or not record.has_outcome or record.seq != seq
+    return count
 
 
 def _totals(state: RunState, tally: _Tally) -> dict[str, int]:

@@ -19,38 +19,14 @@ from ledger import MAX_SEQ, bounded, plural, redact_secrets, rollout_index, task
 from ledger import events as ev
 from ledger.errors import ConfigError
 from projections.decide import Decision, decide
+from projections.history_rows import row_text, score_text
 from projections.replay import EventSource, replay
 from projections.row_lines import RowLines
-from projections.state import RunState
+from projections.rule_words import RULES
+from projections.state import RolloutState, RunState
 from projections.words import describe_rollout
 
 __all__ = ["RULES", "History", "HistoryEntry", "history"]
-
-#: A few words for each rule a decision names (CLI-8: "REC-20.5a final agent
-#: timeout").
-RULES = {
-    "REC-4": "free-attempt guard",
-    "REC-20.1": "no outcome yet",
-    "REC-20.2": "omission",
-    "REC-20.3": "judge-only re-judgment",
-    "REC-20.4a": "masked result with a regrade kind",
-    "REC-20.4b": "masked infrastructure result",
-    "REC-20.4c": "masked kept answer without a grade",
-    "REC-20.4d": "infrastructure agent timeout",
-    "REC-20.4e": "result",
-    "REC-20.5a": "final agent timeout",
-    "REC-20.5b": "terminal failure",
-    "REC-20.5c": "infrastructure agent timeout",
-    "REC-20.5d": "failure with a recorded grade",
-    "REC-20.5e": "free lifecycle failure",
-    "REC-20.5f": "route failure",
-    "REC-20.5g": "regrade kind with a saved answer",
-    "REC-20.5h": "kept saved answer",
-    "REC-20.5i": "failure",
-    "REC-82": "invalid judge response",
-    "REC-25": "approved rerun",
-    "REC-35": "omission alongside completed tasks",
-}
 
 
 class HistoryEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -102,22 +78,6 @@ def _short(digest: str) -> str:
     return digest[:12]
 
 
-def _score(value: float | None) -> str:
-    return "none" if value is None else f"{value:g}"
-
-
-def _outcome(body: ev.ResultSaved | ev.FailureSaved, lines: RowLines) -> str:
-    # A row is named by its file and line, never by its byte offset.
-    facts, file = body.facts, body.location.file
-    if isinstance(body, ev.ResultSaved):
-        masked = ", masked" if facts.masked else ""
-        where = lines.where(file, body.location.offset)
-        return f"result, reward {_score(facts.reward)}{masked} ({where})"
-    kind = facts.selected_kind or "unclassified"
-    terminal = ", terminal" if facts.terminal else ""
-    return f"failure {kind}{terminal} ({file} line {body.sidecar_line + 1})"
-
-
 def _released(
     body: ev.AttemptsReleased, task: int | None = None, rollout: int | None = None
 ) -> str:
@@ -144,7 +104,7 @@ def _reason(text: str | None) -> str:
 
 def _judged(body: ev.JudgeOutcomeSaved) -> str:
     if body.outcome == "graded":
-        return f"judged: graded, reward {_score(body.reward)}"
+        return f"judged: graded, reward {score_text(body.reward)}"
     return f"judged: failed ({body.failure_kind or 'unclassified'})"
 
 
@@ -158,7 +118,9 @@ _SUMMARIES: dict[type[Any], Callable[[Any], str]] = {
         f"imported {b.rows_imported} of {plural(b.rows_read, 'row')} "
         f"({b.rows_rejected} rejected)"
     ),
-    ev.AttemptReserved: lambda b: "reserved",
+    ev.AttemptReserved: lambda b: (
+        "reserved" if b.stage_index is None else f"reserved from stage {b.stage_index}"
+    ),
     ev.OmissionSaved: lambda b: f"omission{_reason(b.reason)}",
     ev.JudgeAdmitted: lambda b: f"judge admitted ({b.admission_id})",
     ev.JudgeOutcomeSaved: _judged,
@@ -190,27 +152,6 @@ _SUMMARIES: dict[type[Any], Callable[[Any], str]] = {
     ev.ResumeStarted: lambda b: (
         "resume: "
         + ", ".join(f"{name} {count}" for name, count in sorted(b.counts.items()))
-    ),
-}
-
-
-def _cut_text(b: ev.TailRepaired, where: str) -> str:
-    kind = "blank" if b.saved_as.rpartition("/")[2].startswith("blank-") else "torn"
-    return (
-        f"{kind} tail of {where} cut ({plural(b.length, 'byte')}, saved "
-        f"as {b.saved_as})"
-    )
-
-
-#: REC-83: a kept last row's newline, appended or found.
-_TAIL_TEXT: dict[str, Callable[[ev.TailRepaired, str], str]] = {
-    ev.NEWLINE_APPENDED: lambda b, where: (
-        f"newline appended to the last row, at the end of {where} "
-        "(a complete row; kept)"
-    ),
-    ev.NEWLINE_RECORDED: lambda b, where: (
-        f"newline another writer appended to the last row, at the end of {where}, "
-        "recorded"
     ),
 }
 
@@ -253,6 +194,9 @@ class _Trail:
         if rollout is None:
             return ()
         if isinstance(body, _OUTCOMES):
+            stage_mark = _stage_mark(rollout, body, event.seq)
+            if stage_mark is not None:
+                return stage_mark
             first = rollout.outcomes.get(key[2])
             if first is None or first.seq != event.seq:
                 return ("duplicate",)  # REC-1: the first outcome stands
@@ -274,6 +218,25 @@ class _Trail:
             ):
                 return ("abandoned",)
         return ()
+
+
+def _stage_mark(
+    rollout: RolloutState, body: object, seq: int
+) -> tuple[str, ...] | None:
+    """ROW-64: the mark of a stage row before its final stage (no outcome).
+
+    The row that saved its stage has none; a second row of the stage is a
+    duplicate; a row the fold did not take (late, REC-2) is superseded.
+    ``None`` for any other row.
+    """
+    if not isinstance(body, ev.ResultSaved) or body.stage_index is None:
+        return None
+    if body.stage_index == body.final_stage_index:
+        return None  # the final stage's row is its attempt's outcome
+    saved = (rollout.stages or {}).get(body.stage_index)
+    if saved is None:
+        return ("superseded",)
+    return () if saved[1] == seq else ("duplicate",)
 
 
 def _names(body: Any, task: int | None, rollout: int | None) -> bool:
@@ -322,11 +285,8 @@ def _entries(
 def _summary(body: Any, lines: RowLines) -> str:
     if isinstance(body, ev.AttemptsReleased):
         return _released(body)
-    if isinstance(body, (ev.ResultSaved, ev.FailureSaved)):
-        return _outcome(body, lines)
-    if isinstance(body, ev.TailRepaired):  # where: a line, never a byte offset
-        where = lines.where(body.file, body.offset)
-        return _TAIL_TEXT.get(body.action, _cut_text)(body, where)
+    if isinstance(body, (ev.ResultSaved, ev.FailureSaved, ev.TailRepaired)):
+        return row_text(body, lines)  # a row by its file and line
     render = _SUMMARIES.get(type(body))
     return render(body) if render is not None else ""
 
@@ -352,8 +312,18 @@ def _sources(
     return replay(source), source.events(start)
 
 
-def _check_bounds(task: int | None, rollout: int | None, since: int | None) -> None:
-    """Each filter within its bound, before anything is read (``ConfigError``)."""
+def _check_bounds(
+    task: int | None, rollout: int | None, since: int | None, kind: str | None
+) -> None:
+    """Each filter within its bound, before anything is read (``ConfigError``).
+
+    ``kind`` names an event kind: a typo would show nothing, silently.
+    """
+    if kind is not None and kind not in ev.KINDS:
+        raise ConfigError(
+            f"{kind!r} is not an event kind; the kinds are {', '.join(ev.KINDS)}",
+            key="kind",
+        )
     if since is not None:
         bounded(since, low=1, high=MAX_SEQ, what="--since takes a seq", key="since")
     if task is not None:
@@ -377,7 +347,7 @@ def history(
     ``events`` it was folded from. With both ``task`` and ``rollout``, the
     history carries that rollout's decision (``ConfigError`` for an unknown key).
     """
-    _check_bounds(task, rollout, since)
+    _check_bounds(task, rollout, since, kind)
     state, stored = _sources(source, events, since)
     lines = RowLines(getattr(source, "files", None))
     entries = tuple(_entries(_Trail(state, lines), stored, task, rollout, kind))

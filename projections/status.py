@@ -21,8 +21,10 @@ from ledger import (
 )
 from projections.coverage import Coverage, check_complete, coverage
 from projections.decide import Decision, decide_all
+from projections.metrics import RewardMetrics, metrics_of
 from projections.publish import publish as publish_files
 from projections.replay import replay
+from projections.results import ChangedRow, changed_rows
 from projections.state import RunState
 
 __all__ = ["HeldRollout", "Repair", "RunStatus", "adopt_note", "check_run", "status"]
@@ -57,10 +59,23 @@ class RunStatus(msgspec.Struct, frozen=True, kw_only=True):
     adopt: str | None = None
     #: Whether the published files were rewritten from the log.
     published: bool
+    #: R-7: selected rows whose bytes changed since they were recorded.
+    changed: tuple[ChangedRow, ...] = ()
+    #: The reward figures of the selected results (issue 16).
+    metrics: RewardMetrics | None = None
 
 
-def status(ledger: Ledger, *, publish: bool = False) -> RunStatus:
-    """The run's status; with ``publish`` (a writer) its files are rewritten too."""
+def status(
+    ledger: Ledger,
+    *,
+    publish: bool = False,
+    count_failure_classes_as_zero: bool = False,
+    count_missing_rollouts_as_zero: bool = False,
+) -> RunStatus:
+    """The run's status; with ``publish`` (a writer) its files are rewritten too.
+
+    The two counting options are ``reward_metrics``'s (NeMo Gym 0.7.0's).
+    """
     state = replay(ledger)
     decisions = decide_all(state)
     if publish:
@@ -81,6 +96,13 @@ def status(ledger: Ledger, *, publish: bool = False) -> RunStatus:
         published=publish,
         waiting=waiting,
         adopt=adopt_advice(str(ledger.target), waiting) if waiting else None,
+        changed=tuple(changed_rows(ledger, state, decisions)),
+        metrics=metrics_of(
+            state,
+            decisions,
+            count_failure_classes_as_zero=count_failure_classes_as_zero,
+            count_missing_rollouts_as_zero=count_missing_rollouts_as_zero,
+        ),
     )
 
 

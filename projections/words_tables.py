@@ -90,6 +90,9 @@ REASONS: Final[Mapping[str, str]] = MappingProxyType({
     "answer is graded again without calling the model.",
     "verification": "The attempt failed during verification with its answer kept; the "
     "saved answer is graded again.",
+    # pending (ROW-64)
+    "unfinished": "A multistage rollout saved some of its stages but not its final "
+    "one; it goes on from its first missing stage.",
     "invalid_judge_response": "The judge's verdict could not be used; with the policy "
     "retry_invalid_judge_responses the saved answer is graded again.",
 })  # fmt: skip
@@ -175,6 +178,8 @@ REASON_PHRASES: Final[Mapping[str, str]] = MappingProxyType({
     "free_attempts": "too many free attempts (the collector kept dying)",
     "accepted": "left out on purpose; another rollout of its task is complete",
     "open_admission": "a judge-only grading was cut off",
+    "unfinished": "stages saved, the final one missing; goes on from the first "
+    "missing stage",
     "judge_failed": "the judge failed on the saved answer",
     "regrade": "the saved answer is graded again",
     "verification": "failed at verification; the saved answer is graded again",
@@ -283,6 +288,8 @@ RULES: Final[Mapping[str, str]] = MappingProxyType({
     "REC-40": "A run is complete when every rollout is complete or an accepted "
     "omission.",
     "REC-41": "Coverage: every rollout counted once, by decision and reason.",
+    "ROW-64": "A multistage rollout whose final stage is not saved: it goes on from "
+    "its first missing stage.",
     "REC-81": "With the policy retry_terminal_timeouts, an environment fault that the "
     "producer marked final runs again.",
     "REC-82": "With the policy retry_invalid_judge_responses, a result whose judge's "

@@ -128,7 +128,7 @@ def test_cli_10_approve_one_named_attempt(held: CliRun) -> None:
 def test_cli_10_approve_with_no_match_records_nothing(held: CliRun) -> None:
     before = head(held)
     result = held.ok(
-        "approve", held.out, "--all-held", "--kind", "nothing", "--reason", "ok"
+        "approve", held.out, "--all-held", "--kind", "agent_timeout", "--reason", "ok"
     )
     assert result.stdout == "no held rollout matches; nothing recorded\n"
     assert head(held) == before

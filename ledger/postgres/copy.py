@@ -27,7 +27,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from ledger.errors import ConfigError, CorruptLedger, StorageError
+from ledger.errors import ConfigError, CorruptLedger, StorageError, plural
 from ledger.events import Location
 from ledger.files import atomic_replace, open_regular
 from ledger.paths import RunPaths, check_out_path
@@ -40,7 +40,6 @@ from ledger.run.write_index import INDEX_KINDS, WriteIndex
 from ledger.store.built_aside import built_aside
 from ledger.store.decode import decode_row
 from ledger.store.port import EventRow, NewEvent, NewRow
-from ledger.words import plural
 
 __all__ = ["PUBLISHED_NAMES", "export_files", "import_into_store", "load_into_store"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger.errors import ConfigError
+from ledger.errors import ConfigError, plural
 from ledger.paths import RunPaths
 from ledger.run.doctor import (
     Check,
@@ -25,7 +25,6 @@ from ledger.run.doctor import (
 from ledger.run.ledger import Ledger
 from ledger.store.read_only import unwritable
 from ledger.store.registry import home_for, resolve_out
-from ledger.words import plural
 
 __all__ = ["DoctorReport", "doctor"]
 
