@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from cli.common import out_argument, reader
+from cli.common import echo_json, json_option, out_argument, reader
 from cli.progress import working
 from cli.render import plural
 
@@ -15,7 +15,8 @@ __all__ = ["doctor", "verify"]
 
 @click.command()
 @out_argument
-def verify(out: Path | str) -> None:
+@json_option
+def verify(out: Path | str, as_json: bool) -> None:
     """Check the log, its rows and the published files.
 
     Recomputes the hash chain of the event log, checks every recorded row
@@ -33,20 +34,36 @@ def verify(out: Path | str) -> None:
     \f
     Rules: CLI-9, EV-2.
     """
+    import msgspec
+
     import ledger
     import projections
 
+    # the full chain check names it
     with working("verifying"), reader(out, check_head=False) as led:
-        found = projections.verify_run(led)  # the full chain check names it
-    if found.findings:
+        found = projections.verify_run(led)
+    if as_json:  # the document, then exit 5 when a finding stands
+        echo_json(
+            {
+                "verified": not found.findings,
+                "seq": found.seq,
+                "head": found.head.hex(),
+                "findings": [msgspec.to_builtins(f) for f in found.findings],
+                "waiting": found.waiting,
+            }
+        )
+    elif found.findings:
         for finding in found.findings:
             click.echo(str(finding))
         if found.waiting is not None:
             click.echo(f"waiting to be adopted (not damage): {found.waiting}")
+    if found.findings:
         raise ledger.CorruptLedger(
             f"{plural(len(found.findings), 'finding')}: the run does not verify",
             path=out,
         )
+    if as_json:
+        return
     click.echo(f"verified: seq {found.seq}, head {found.head.hex()}")
     click.echo("the chain, the rows, two refolds and the published files hold")
     if found.waiting is not None:
@@ -55,7 +72,8 @@ def verify(out: Path | str) -> None:
 
 @click.command()
 @out_argument
-def doctor(out: Path | str) -> None:
+@json_option
+def doctor(out: Path | str, as_json: bool) -> None:
     """Check locking, SQLite and free space here.
 
     Checks file locking, SQLite's journal safety and free space.
@@ -75,10 +93,23 @@ def doctor(out: Path | str) -> None:
 
     with working("checking"):
         report = ledger.doctor(out)
-    for check in report.checks:
-        click.echo(f"{check.name}: {'ok' if check.ok else 'PROBLEM'}: {check.detail}")
-    click.echo(
-        f"journal mode: {report.journal_mode or '(no ledger yet)'}; {report.advice}"
-    )
+    if as_json:  # the document, then exit 5 when flock is not enforced
+        checks = [
+            {"name": c.name, "ok": c.ok, "detail": c.detail} for c in report.checks
+        ]
+        echo_json(
+            {
+                "checks": checks,
+                "journal_mode": report.journal_mode,
+                "advice": report.advice,
+                "flock_enforced": report.flock_enforced,
+            }
+        )
+    else:
+        for check in report.checks:
+            state = "ok" if check.ok else "PROBLEM"
+            click.echo(f"{check.name}: {state}: {check.detail}")
+        journal = report.journal_mode or "(no ledger yet)"
+        click.echo(f"journal mode: {journal}; {report.advice}")
     if not report.flock_enforced:
         raise ledger.StorageError("flock is not enforced across processes here")

@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from cli.common import echo_json, option_file, out_argument, quiet_option, run_clock
+from cli.common import (
+    echo_json,
+    json_option,
+    option_file,
+    out_argument,
+    quiet_option,
+    run_clock,
+)
 from cli.render import plural
 
 if TYPE_CHECKING:
@@ -54,7 +61,7 @@ __all__ = ["import_"]
     "PostgreSQL that OUT names; a run saved without a ledger is "
     "imported beside its files first.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@json_option
 @quiet_option
 def import_(
     out: Path | str,
@@ -110,7 +117,10 @@ def import_(
             clock=run_clock(),
             progress_bar=lambda: _progress_bar(quiet=quiet),
         )
-        click.echo(_store_text(loaded))
+        if as_json:
+            echo_json(_store_document(loaded))
+        else:
+            click.echo(_store_text(loaded))
         return
     if isinstance(out, str):
         raise ledger.ConfigError(
@@ -146,6 +156,21 @@ def _store_text(loaded: StoreImport) -> str:
             f"{plural(loaded.seq or 0, 'event')}, head {loaded.head.hex()}"
         )
     return "\n".join(lines)
+
+
+def _store_document(loaded: StoreImport) -> dict[str, Any]:
+    """``import --from --json``: the import beside the files (if any), the load."""
+    from ledger import redact_secrets
+
+    imported = None if loaded.imported is None else _document(loaded.imported)
+    return {
+        "source": str(loaded.source),
+        "url": redact_secrets(loaded.url),  # ID-13: never a password
+        "dry_run": loaded.dry_run,
+        "imported": imported,
+        "seq": loaded.seq,
+        "head": None if loaded.head is None else loaded.head.hex(),
+    }
 
 
 @contextmanager

@@ -18,7 +18,9 @@ import click
 from cli.common import (
     count,
     echo_json,
+    json_option,
     out_argument,
+    output_option,
     progress,
     quiet_option,
     reader,
@@ -39,6 +41,23 @@ if TYPE_CHECKING:
 __all__ = ["check", "export", "head", "history", "results", "status"]
 
 _OUTPUT = click.Path(dir_okay=False, writable=True, path_type=Path)
+
+
+def _written(as_json: bool, output: Path | None, document: dict[str, Any]) -> None:
+    """After writing ``output``: ``document`` with ``--json``, else one line."""
+    if as_json:
+        echo_json(document)
+    elif output is not None:
+        noun = "row" if "rows" in document else "event"
+        click.echo(f"wrote {plural(document[noun + 's'], noun)} to {output}")
+
+
+def _json_needs_output(as_json: bool, output: Path | None) -> None:
+    """The rows go to stdout without -o; a --json summary needs them elsewhere."""
+    if as_json and output is None:
+        raise click.UsageError(
+            "--json prints a summary of what was written: give -o FILE for the rows"
+        )
 
 
 @contextmanager
@@ -89,17 +108,48 @@ def _held(status: RunStatus) -> list[dict[str, Any]]:
     ]
 
 
+def status_document(
+    found: RunStatus, *, publish: bool = False, dry_run: bool = False
+) -> dict[str, Any]:
+    """``status --json`` (docs/json.md): built here only, text and JSON alike."""
+    from cli.render import run_summary
+
+    published = {"dry_run": dry_run, "files": list(found.stale)}
+
+    return {
+        "run": run_summary(found.state),
+        "coverage": found.coverage.to_dict(),
+        "held": _held(found),
+        "pending_repairs": [
+            {"file": r.file, "line": r.line, "what": r.what}
+            for r in found.pending_repairs
+        ],
+        "waiting": [
+            {"file": w.file, "rows": w.rows, "first_line": w.first_line}
+            for w in found.waiting
+        ],
+        "publish": published if publish else None,
+        "metrics": metrics_json(found),
+    }
+
+
 @click.command()
 @out_argument
-@click.option("--json", "as_json", is_flag=True, help="One JSON document instead.")
+@json_option
 @click.option("--publish", is_flag=True, help="Take the lock and rewrite the files.")
 @counting_options
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="With --publish: name the files it would rewrite; write nothing.",
+)
 def status(
     out: Path,
     as_json: bool,
     publish: bool,
     failures_as_zero: bool,
     missing_as_zero: bool,
+    dry_run: bool,
 ) -> None:
     """Show the run's manifest summary and coverage.
 
@@ -119,13 +169,16 @@ def status(
     Rules: CLI-6, REC-41.
     """
     import projections
-    from cli.render import coverage_lines, decision_line, run_lines, run_summary
+    from cli.render import coverage_lines, decision_line, run_lines
 
-    opened = writer(out) if publish else reader(out)
+    if dry_run and not publish:
+        raise click.UsageError("--dry-run previews --publish; give both")
+    opened = writer(out) if publish and not dry_run else reader(out)
     with working("reading the run"), opened as led:
         found = projections.status(
             led,
             publish=publish,
+            dry_run=dry_run,
             count_failure_classes_as_zero=failures_as_zero,
             count_missing_rollouts_as_zero=missing_as_zero,
         )
@@ -133,29 +186,13 @@ def status(
         click.echo(
             f"rollout-ledger: warning: {row}; run `rollout-ledger verify`", err=True
         )
-    summary = run_summary(found.state)
-    cover = found.coverage.to_dict()
-    held = _held(found)
-    repairs = [
-        {"file": r.file, "line": r.line, "what": r.what} for r in found.pending_repairs
-    ]
+    document = status_document(found, publish=publish, dry_run=dry_run)
     if as_json:
-        echo_json(
-            {
-                "run": summary,
-                "coverage": cover,
-                "held": held,
-                "pending_repairs": repairs,
-                "waiting": [
-                    {"file": w.file, "rows": w.rows, "first_line": w.first_line}
-                    for w in found.waiting
-                ],
-                "metrics": metrics_json(found),
-            }
-        )
+        echo_json(document)
         return
+    held, repairs = document["held"], document["pending_repairs"]
     lines = metrics_text(found)
-    lines += run_lines(summary) + coverage_lines(cover)
+    lines += run_lines(document["run"]) + coverage_lines(document["coverage"])
     lines += [f"held ({len(held)}):"] if held else []
     lines += [
         "  " + decision_line(h.task, h.rollout, h.decision, state=found.state)
@@ -166,13 +203,21 @@ def status(
     lines += [f"waiting to be adopted: {found.adopt}"] if found.adopt else []
     if found.published:
         lines.append("published files rewritten from the log")
+    elif dry_run:
+        stale = ", ".join(found.stale)
+        lines.append(
+            f"would rewrite from the log: {stale}; dry run: nothing was written"
+            if stale
+            else "the published files match the log; nothing to rewrite"
+        )
     for line in lines:
         click.echo(line)
 
 
 @click.command()
 @out_argument
-def check(out: Path) -> None:
+@json_option
+def check(out: Path, as_json: bool) -> None:
     """Exit 0 if the evaluation is complete, else 75 or 76.
 
     75: unfinished work, some of it retryable (resume); 76: none of it
@@ -186,16 +231,44 @@ def check(out: Path) -> None:
     \f
     Rules: CLI-7, REC-40.
     """
+    import ledger
     import projections
 
     with working("reading the run"), reader(out) as led:
-        cover = projections.check_run(led)
+        try:
+            cover = projections.check_run(led)
+        except ledger.RecoveryIncomplete as exc:
+            if as_json:  # the document, then the same exit code (75 or 76)
+                echo_json(_check_document(False, exc.exit_code, str(exc), exc.counts))
+            raise
         note = projections.adopt_note(led)
     n = cover.expected
     every = "the 1 rollout is" if n == 1 else f"all {n} rollouts are"
+    if as_json:
+        message = f"{every} complete or omitted"
+        echo_json(_check_document(True, 0, message, {}, waiting=note))
+        return
     click.echo(f"complete: {every} complete or omitted")
     if note is not None:
         click.echo(f"waiting to be adopted: {note}")
+
+
+def _check_document(
+    complete: bool,
+    exit_code: int,
+    message: str,
+    counts: dict[str, int],
+    *,
+    waiting: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "complete": complete,
+        "exit_code": exit_code,
+        "retryable": exit_code == 75,
+        "message": message,
+        "unfinished": counts,
+        "waiting": waiting,
+    }
 
 
 @click.command()
@@ -206,7 +279,7 @@ def check(out: Path) -> None:
 @click.option("--since", type=count(1), help="Only from this seq on.")
 @click.option("--tail", type=count(1), metavar="N", help="Only the last N entries.")
 @click.option("--limit", type=count(1), metavar="N", help="Only the first N entries.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON document instead.")
+@json_option
 def history(
     out: Path,
     task: int | None,
@@ -279,7 +352,7 @@ def _page(lines: list[str]) -> None:
 
 @click.command()
 @out_argument
-@click.option("-o", "--output", type=_OUTPUT, help="Write to FILE, not stdout.")
+@output_option("Write to FILE, not stdout.", path_type=_OUTPUT)
 @click.option("--all", "everything", is_flag=True, help="Add unfinished rollouts.")
 @click.option(
     "--allow-changed",
@@ -294,6 +367,7 @@ def _page(lines: list[str]) -> None:
 )
 @counting_options
 @quiet_option
+@json_option
 def results(
     out: Path,
     output: Path | None,
@@ -303,6 +377,7 @@ def results(
     failures_as_zero: bool,
     missing_as_zero: bool,
     quiet: bool,
+    as_json: bool,
 ) -> None:
     """Write the selected result of each rollout as JSONL.
 
@@ -330,6 +405,7 @@ def results(
     import ledger
     import projections
 
+    _json_needs_output(as_json, output)
     ledger.check_outputs(out, {"-o": output, "--metrics": metrics})
     keep_collector_metrics(out, metrics)
     encode = msgspec.json.Encoder().encode
@@ -354,15 +430,20 @@ def results(
         with _sink(out, metrics, "--metrics") as sink:
             document = msgspec.json.encode(found.figures.document())
             sink.write(msgspec.json.format(document) + b"\n")
-    if output is not None:
-        click.echo(f"wrote {plural(written, 'row')} to {output}")
-    if metrics is not None:  # on stderr when the rows went to stdout
+    summary = {
+        "output": str(output),
+        "rows": written,
+        "all": everything,
+        "metrics": None if metrics is None else str(metrics),
+    }
+    _written(as_json, output, summary)
+    if metrics is not None and not as_json:  # on stderr when rows went to stdout
         click.echo(f"wrote the reward figures to {metrics}", err=output is None)
 
 
 @click.command()
 @out_argument
-@click.option("-o", "--output", type=_OUTPUT, help="Write to FILE, not stdout.")
+@output_option("Write to FILE, not stdout.", path_type=_OUTPUT)
 @click.option(
     "--files",
     "files_dir",
@@ -371,8 +452,13 @@ def results(
     "SQLite ledger with the same events and head hash.",
 )
 @quiet_option
+@json_option
 def export(
-    out: Path | str, output: Path | None, files_dir: Path | None, quiet: bool
+    out: Path | str,
+    output: Path | None,
+    files_dir: Path | None,
+    quiet: bool,
+    as_json: bool,
 ) -> None:
     """Write every event as one JSON object a line, for auditors.
 
@@ -394,9 +480,9 @@ def export(
     import projections
 
     if files_dir is not None:
-        _export_files(out, files_dir, output)
+        _export_files(out, files_dir, output, as_json=as_json)
         return
-
+    _json_needs_output(as_json, output)
     encode = msgspec.json.Encoder().encode
     with reader(out) as led, _sink(out, output) as sink:
         exported = projections.audit_export(led)
@@ -404,16 +490,21 @@ def export(
         with progress(lines, length=exported.count, label="export", quiet=quiet) as bar:
             for line in bar:
                 sink.write(encode(line) + b"\n")
-    if output is not None:
-        click.echo(f"wrote {plural(exported.count, 'event')} to {output}")
+    _written(as_json, output, {"output": str(output), "events": exported.count})
 
 
-def _export_files(out: Path | str, folder: Path, output: Path | None) -> None:
+def _export_files(
+    out: Path | str, folder: Path, output: Path | None, *, as_json: bool
+) -> None:
     import ledger
 
     if output is not None:
         raise ledger.ConfigError("give -o FILE or --files DIR, not both")
     copied = ledger.copy_to_files(out, folder)
+    if as_json:
+        document = {"files": str(folder), "out": str(copied.out)}
+        echo_json(document | {"seq": copied.seq, "head": copied.head.hex()})
+        return
     click.echo(
         f"wrote {copied.out} and its ledger: {plural(copied.seq, 'event')}, head "
         f"{copied.head.hex()}"
@@ -423,7 +514,8 @@ def _export_files(out: Path | str, folder: Path, output: Path | None) -> None:
 
 @click.command()
 @out_argument
-def head(out: Path) -> None:
+@json_option
+def head(out: Path, as_json: bool) -> None:
     """Print the last seq and the head hash of a run's log.
 
     Keep this line somewhere safe: deleting the newest events is only
@@ -437,4 +529,7 @@ def head(out: Path) -> None:
     """
     with reader(out) as led:
         seq, digest = led.head()
+    if as_json:
+        echo_json({"seq": seq, "head": digest.hex()})
+        return
     click.echo(f"{seq} {digest.hex()}")

@@ -15,9 +15,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "coverage_lines",
+    "decision_document",
     "decision_line",
     "history_header",
     "history_line",
+    "plan_change_document",
     "plan_change_lines",
     "plural",
     "run_lines",
@@ -165,6 +167,39 @@ def plan_change_lines(before: Decisions, after: Decisions) -> list[str]:
         *changed,
         f"decisions: {counts}",
     ]
+
+
+def decision_document(decision: Decision) -> dict[str, Any]:
+    """A decision as ``--json`` shows it: value, attempt, reason, kind, rule id."""
+    return {
+        "value": decision.value,
+        "attempt": decision.attempt,
+        "reason": decision.reason,
+        "kind": decision.kind,
+        "rule": decision.rule,
+    }
+
+
+def plan_change_document(before: Decisions, after: Decisions) -> dict[str, Any]:
+    """What an operator action changed, as ``--json`` shows it (docs/json.md)."""
+    rollouts = [
+        {
+            "task": task,
+            "rollout": rollout,
+            "before": decision_document(before[task, rollout]),
+            "after": decision_document(decision),
+        }
+        for (task, rollout), decision in after.items()
+        if (task, rollout) in before and before[task, rollout] != decision
+    ]
+    old = Counter(d.value for d in before.values())
+    new = Counter(d.value for d in after.values())
+    counts = {
+        value: {"before": old[value], "after": new[value]}
+        for value in sorted(old.keys() | new.keys())
+        if old[value] != new[value]
+    }
+    return {"rollouts": rollouts, "decisions": counts}
 
 
 def verdict_lines(verdict: GateVerdict) -> list[str]:

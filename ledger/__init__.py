@@ -106,7 +106,7 @@ from ledger.store.registry import resolve_out
 from ledger.errors import plural
 from ledger.legacy.importer import ImportReport
 from ledger.paths import RunPaths
-from ledger.run.create import adopted_inputs
+from ledger.run.create import adopted_inputs, check_new_run
 from ledger.run.doctor_report import DoctorReport, doctor
 from ledger.run.opening import open_run
 from ledger.run.plan_record import read_plan_rows, record_plan_rows
@@ -151,6 +151,7 @@ __all__ = [
     "atomic_replace",
     "attempt_key",
     "bounded",
+    "check_new_run",
     "check_outputs",
     "classify_key",
     "config_identity",

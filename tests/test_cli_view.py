@@ -108,12 +108,14 @@ def test_cli_6_status_json_has_run_and_coverage(mixed: CliRun) -> None:
     status = json.loads(mixed.ok("status", mixed.out, "--json").stdout)
     published = json.loads((mixed.ledger_dir / "coverage.json").read_text())
     assert set(status) == {
+        "schema_version",  # CLI-16: every --json document carries it
         "run",
         "coverage",
         "held",
         "pending_repairs",
         "waiting",
         "metrics",
+        "publish",  # null without --publish
     }
     assert status["coverage"]["decisions"] == {
         "pending": 0,
@@ -388,13 +390,17 @@ def diff(
     config: dict[str, Any] | None = None,
     servers: dict[str, Any] | None = None,
 ) -> str:
+    """diff-config's text; exit 3 exactly when resume would refuse (CLI-1)."""
     args = [
         "--config",
         run.write_config("c.yaml", config or run.config_data),
         "--global-config",
         run.write_config("s.yaml", servers or run.servers_data),
     ]
-    return run.ok("diff-config", run.out, *args).stdout
+    result = run.invoke("diff-config", run.out, *args)
+    refuses = "resume would refuse" in result.stdout
+    assert result.exit_code == (3 if refuses else 0), result.stderr
+    return result.stdout
 
 
 def test_cli_11_the_same_configuration_would_proceed(cli_run: CliRun) -> None:

@@ -45,7 +45,7 @@ from ledger.files import json_problem, read_regular
 from ledger.rows.stages import stage_of
 from ledger.run.recorder import Recorder, Staged
 from ledger.run.write_index import Attempt
-from ledger.store.prepared import Prepared
+from ledger.store.prepared import Prepared, locate
 
 if TYPE_CHECKING:
     from ledger.run.ledger import Ledger
@@ -285,8 +285,12 @@ def record_plan_rows(
     lines: Sequence[int] | None = None,
     source: str = "the rows",
     judge: str | None = None,
+    dry_run: bool = False,
 ) -> dict[str, int]:
     """Reserve (or admit) every row's attempt, then record the rows (CLI-5).
+
+    ``dry_run``: every row is checked and its events prepared as a recording
+    would, and nothing is committed (no row written, no event appended).
 
     The reservations and admissions commit in one transaction before any row
     is written, the rows and their events in the next (see the module
@@ -314,10 +318,14 @@ def record_plan_rows(
                         "recorded",
                         line=number,
                     ) from exc
-            batch.commit()
+            if not dry_run:
+                batch.commit()
         finally:
             batch.undo()  # after a commit, the index already closed them
     ops = batch.claims + batch.records
+    if dry_run:  # rows placed in memory at their files' ends: their events' kinds
+        ends = {f: [e.offset, e.lines] for f, e in recorder.index.ends.items()}
+        locate(ops, ends)
     counts = Counter(kind_of(op.event) for op in ops)
     if batch.skipped:
         counts["already_recorded"] = batch.skipped
