@@ -22,6 +22,7 @@ from projections.words_tables import (
     KIND_PHRASES,
     REASON_PHRASES,
     REASONS,
+    REWARD_TERMS,
     RULES,
     SIDE_WORDS,
 )
@@ -64,7 +65,9 @@ def _merged(*tables: Mapping[str, str]) -> Mapping[str, str]:
 
 
 #: Every decision value, reason and coverage term -> one plain sentence.
-GLOSSARY: Final[Mapping[str, str]] = _merged(DECISIONS, REASONS, COVERAGE_TERMS)
+GLOSSARY: Final[Mapping[str, str]] = _merged(
+    DECISIONS, REASONS, COVERAGE_TERMS, REWARD_TERMS
+)
 
 #: The glossary's sections, in the order ``docs/glossary.md`` shows them.
 GLOSSARY_SECTIONS: Final[tuple[tuple[str, Mapping[str, str]], ...]] = (
@@ -74,6 +77,7 @@ GLOSSARY_SECTIONS: Final[tuple[tuple[str, Mapping[str, str]], ...]] = (
         MappingProxyType({k: v for k, v in REASONS.items() if k not in DECISIONS}),
     ),
     ("Other terms", COVERAGE_TERMS),
+    ("Reward figures", REWARD_TERMS),
 )
 
 

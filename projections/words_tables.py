@@ -17,6 +17,7 @@ __all__ = [
     "KIND_PHRASES",
     "REASONS",
     "REASON_PHRASES",
+    "REWARD_TERMS",
     "RULES",
     "SIDE_WORDS",
 ]
@@ -153,6 +154,29 @@ COVERAGE_TERMS: Final[Mapping[str, str]] = MappingProxyType({
     "a resume never releases them twice.",
     "verified": "The event log's hash chain and the files it names still match what "
     "was recorded.",
+})  # fmt: skip
+
+#: The reward figures status leads with (projections.metrics, issue 16).
+REWARD_TERMS: Final[Mapping[str, str]] = MappingProxyType({
+    "complete (share)": "How many rollouts are complete of the rollouts expected, "
+    "and the share in percent.",
+    "mean reward": "The mean of the selected results' rewards, with its standard "
+    "error (±) and a 95% interval, over the scored rollouts only.",
+    "scored rollouts": "Complete rollouts with a reward (graded, graded again, a "
+    "settled zero or a recorded grade); the mean is taken over these.",
+    "left out of the mean": "Rollouts with no reward in the figures: failed or "
+    "missing ones (unless a counting option counts them as zero), masked, "
+    "unscored, omitted, or waiting for a grade.",
+    "pass@k": "The chance that at least one of k rollouts of a task is correct, "
+    "averaged over tasks with at least k rollouts (the unbiased estimator).",
+    "correct": "A rollout whose reward is at least the threshold status names (1 "
+    "by default, the full reward of a 0/1 verifier); pass@k counts these.",
+    "per task": "The mean reward of each task's scored rollouts; status names the "
+    "lowest and the highest.",
+    "--count-failure-classes-as-zero": "NeMo Gym 0.7.0's option: an unfinished "
+    "rollout whose newest row is a failure counts as a reward of 0 in the figures.",
+    "--count-missing-rollouts-as-zero": "NeMo Gym 0.7.0's option: a rollout with no "
+    "row at all counts as a reward of 0 in the figures.",
 })  # fmt: skip
 
 #: A short phrase per reason, for one-line decisions (describe_decision).
