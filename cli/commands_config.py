@@ -44,9 +44,9 @@ def diff_config(
     source: Path | None,
     as_json: bool,
 ) -> None:
-    """Compare the current configuration with the run's (CLI-11).
+    """Compare the current configuration with the run's.
 
-    The comparison the gate makes on resume (REC-53), writing nothing: the
+    The comparison resume makes before it runs anything, writing nothing: the
     semantic keys (a resume refuses) and the operational keys (a resume
     proceeds, with a warning) with saved and current values; credentials are
     shown as <redacted>. Exits 3 when resume would refuse, 0 otherwise.
@@ -55,6 +55,8 @@ def diff_config(
     Example:
       rollout-ledger diff-config results/rollouts.jsonl --config collection.yaml \\
           --global-config servers.yaml
+    \f
+    Rules: CLI-11, REC-53.
     """
     import ledger
     import projections

@@ -8,6 +8,7 @@ import click
 
 from cli.common import echo_json, json_option, out_argument, reader
 from cli.progress import working
+from cli.render import plural
 
 __all__ = ["doctor", "verify"]
 
@@ -16,19 +17,22 @@ __all__ = ["doctor", "verify"]
 @out_argument
 @json_option
 def verify(out: Path | str, as_json: bool) -> None:
-    """Check the chain, rows, refolds and published files (CLI-9).
+    """Check the log, its rows and the published files.
 
-    Recomputes the chain (EV-2), checks every recorded row against its file
-    (bytes present, sha256 equal), refolds twice from seq 1 and compares, and
-    compares the published files with fresh projections. Exit 0 when all hold,
-    else exit 5 with each finding (first bad seq, changed rows with file and
-    line, stale published files, pending repairs). Rows another collector
-    appended since (NeMo Gym's own --resume, say) are not damage: they are
-    listed as waiting, with the import command that adopts them.
+    Recomputes the hash chain of the event log, checks every recorded row
+    against its file (bytes present, sha256 equal), refolds twice from seq 1
+    and compares, and compares the published files with fresh projections.
+    Exit 0 when all hold, else exit 5 with each finding (first bad seq,
+    changed rows with file and line, stale published files, pending repairs).
+    Rows another collector appended since (NeMo Gym's own --resume, say) are
+    not damage: they are listed as waiting, with the import command that
+    adopts them.
 
     \b
     Example:
       rollout-ledger verify results/rollouts.jsonl
+    \f
+    Rules: CLI-9, EV-2.
     """
     import msgspec
 
@@ -55,7 +59,8 @@ def verify(out: Path | str, as_json: bool) -> None:
             click.echo(f"waiting to be adopted (not damage): {found.waiting}")
     if found.findings:
         raise ledger.CorruptLedger(
-            f"{len(found.findings)} findings: the run does not verify", path=out
+            f"{plural(len(found.findings), 'finding')}: the run does not verify",
+            path=out,
         )
     if as_json:
         return
@@ -69,16 +74,20 @@ def verify(out: Path | str, as_json: bool) -> None:
 @out_argument
 @json_option
 def doctor(out: Path | str, as_json: bool) -> None:
-    """Check flock, WAL safety and free space here (CLI-14).
+    """Check locking, SQLite and free space here.
 
-    EV-42: flock must hold across processes and SQLite's WAL needs shared
-    memory some network filesystems lack. Prints each check, the run lock's
+    Checks file locking, SQLite's journal safety and free space.
+
+    The run lock (flock) must hold across processes, and SQLite's WAL journal
+    needs shared memory some network filesystems lack. Prints each check, the run lock's
     holder (pid, host, start) and whether it is alive, and the journal-mode
     advice. Exit 5 when flock is not enforced here.
 
     \b
     Example:
       rollout-ledger doctor results/rollouts.jsonl
+    \f
+    Rules: CLI-14, EV-42.
     """
     import ledger
 

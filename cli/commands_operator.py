@@ -122,7 +122,7 @@ def approve(
     dry_run: bool,
     as_json: bool,
 ) -> None:
-    """Approve rerunning held attempts: rerun_approved (REC-25).
+    """Approve running held attempts again.
 
     Name one attempt (--task --rollout --attempt), or every held rollout with
     --all-held, narrowed by --reason-held (e.g. kept_answer) and --kind.
@@ -134,6 +134,8 @@ def approve(
     Example:
       rollout-ledger approve results/rollouts.jsonl --all-held \\
           --reason-held masked_without_artifact --reason "artifacts lost" --dry-run
+    \f
+    Rules: CLI-10, REC-25, REC-26.
     """
     import projections
 
@@ -171,7 +173,7 @@ def approve(
 @dry_run_option
 @json_option
 def reset_budget(out: Path, reason: str, dry_run: bool, as_json: bool) -> None:
-    """Reset the failure budget: failure_budget_reset (REC-16).
+    """Reset every rollout's failure budget.
 
     Outcomes recorded so far no longer count toward any cap; outcomes, attempt
     numbers and rollout ids are unchanged. The ledger must verify first (chain
@@ -180,6 +182,8 @@ def reset_budget(out: Path, reason: str, dry_run: bool, as_json: bool) -> None:
     \b
     Example:
       rollout-ledger reset-budget results/rollouts.jsonl --reason "judge outage"
+    \f
+    Rules: CLI-10, REC-16, REC-17.
     """
     import projections
 
@@ -209,7 +213,7 @@ def reset_budget(out: Path, reason: str, dry_run: bool, as_json: bool) -> None:
 def extend_attempts(
     out: Path, total: int, reason: str, dry_run: bool, as_json: bool
 ) -> None:
-    """Raise every rollout's cap: attempts_extended (REC-11).
+    """Raise every rollout's attempt cap.
 
     The cap becomes the saved cap + N.
 
@@ -220,6 +224,8 @@ def extend_attempts(
     \b
     Example:
       rollout-ledger extend-attempts results/rollouts.jsonl 2 --reason "flaky judge"
+    \f
+    Rules: CLI-10, REC-11.
     """
     import projections
 
@@ -278,7 +284,7 @@ def _setting(text: str) -> tuple[str, Any]:
 def policy(
     out: Path, settings: tuple[str, ...], reason: str, dry_run: bool, as_json: bool
 ) -> None:
-    """Change the run's recovery policy, recorded as policy_changed.
+    """Change the run's recovery policy (recorded in its log).
 
     The change applies to every outcome on replay. Settings: fault_share,
     side_overrides.<kind> (evaluation or model; null removes), regrade_kinds,
@@ -293,6 +299,8 @@ def policy(
     Example:
       rollout-ledger policy results/rollouts.jsonl \\
           --set side_overrides.session_lost=model --reason "agent bug 123"
+    \f
+    Rules: CLI-10, REC-60, REC-80, REC-82.
     """
     import msgspec
 

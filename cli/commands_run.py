@@ -23,6 +23,7 @@ from cli.common import (
     writer,
 )
 from cli.progress import working
+from cli.render import plural
 
 if TYPE_CHECKING:
     from projections import Plan, Resume
@@ -68,7 +69,7 @@ def create(
     dry_run: bool,
     as_json: bool,
 ) -> None:
-    """Start a run: materialize the inputs, create the ledger (CLI-2).
+    """Start a run: materialize the inputs, create the ledger.
 
     Takes the run lock, copies the input rows (each with its task and rollout
     index) to the materialized inputs, records run_created with the manifest,
@@ -82,6 +83,8 @@ def create(
     Example:
       rollout-ledger create results/rollouts.jsonl --inputs rows.jsonl \\
           --config collection.yaml --global-config servers.yaml
+    \f
+    Rules: CLI-2.
     """
     import msgspec
 
@@ -110,8 +113,8 @@ def create(
         return
     head = "would create a run of" if dry_run else f"created run {created.run_id}:"
     click.echo(
-        f"{head} {created.rollouts} rollouts of "
-        f"{created.tasks} tasks, cap {created.cap}, config "
+        f"{head} {plural(created.rollouts, 'rollout')} of "
+        f"{plural(created.tasks, 'task')}, cap {created.cap}, config "
         f"{created.config_digest[:12]}, journal {created.journal_mode}"
     )
     if dry_run:
@@ -161,7 +164,7 @@ def _resume_document(
     "--extend-attempts",
     type=count(0),
     default=0,
-    help="Total extra attempts per rollout; recorded only when it grows (REC-11).",
+    help="Total extra attempts per rollout; recorded only when it grows.",
 )
 @click.option(
     "--rerun-masked-without-artifact",
@@ -172,7 +175,7 @@ def _resume_document(
 @click.option(
     "--retry-terminal-timeouts/--no-retry-terminal-timeouts",
     default=None,
-    help="Record the policy opt-in for stamped-terminal timeouts (REC-15).",
+    help="Record the policy opt-in to retry timeouts the agent marked final.",
 )
 @click.option("--allow-unsafe", is_flag=True, help="Proceed across a refusal.")
 @click.option("--longest-first", is_flag=True, help="Dispatch longest rollouts first.")
@@ -198,7 +201,7 @@ def resume(
     output: Path | None,
     as_json: bool,
 ) -> None:
-    """Replay, check the gate and release the plan (CLI-4).
+    """Replay, check the configuration and release the plan.
 
     Prints the gate's verdict, then the plan's counts. A refusal names every
     semantic key with its saved and current values (exit 3). -o writes
@@ -211,6 +214,8 @@ def resume(
     Example:
       rollout-ledger resume results/rollouts.jsonl --config collection.yaml \\
           --global-config servers.yaml -o plan.jsonl
+    \f
+    Rules: CLI-4, REC-11, REC-15, REC-53..REC-57.
     """
     import projections
     from cli.render import verdict_lines
@@ -248,10 +253,10 @@ def resume(
 
 
 _RECORDED = {
-    "result_saved": "results",
-    "failure_saved": "failures",
-    "omission_saved": "omissions",
-    "judge_outcome_saved": "re-judgments",
+    "result_saved": "result",
+    "failure_saved": "failure",
+    "omission_saved": "omission",
+    "judge_outcome_saved": "re-judgment",
 }
 
 
@@ -261,7 +266,7 @@ _RECORDED = {
 @dry_run_option
 @json_option
 def record(out: Path, rows_file: Path, dry_run: bool, as_json: bool) -> None:
-    """Record the outcome rows of a plan file's collector (CLI-5).
+    """Record the outcome rows of a plan file's collector.
 
     Each row names a released attempt of this run (reserved, then recorded)
     or carries _ng_rejudgment: {task, rollout, attempt} of a released
@@ -272,6 +277,8 @@ def record(out: Path, rows_file: Path, dry_run: bool, as_json: bool) -> None:
     \b
     Example:
       rollout-ledger record results/rollouts.jsonl outcomes.jsonl
+    \f
+    Rules: CLI-5.
     """
     import projections
 
@@ -279,7 +286,7 @@ def record(out: Path, rows_file: Path, dry_run: bool, as_json: bool) -> None:
         out, rows_file, clock=run_clock(), dry_run=dry_run
     )
     counts = recorded.counts
-    parts = [f"{counts.get(kind, 0)} {name}" for kind, name in _RECORDED.items()]
+    parts = [plural(counts.get(kind, 0), name) for kind, name in _RECORDED.items()]
     skipped = counts.get("already_recorded", 0)
     if as_json:
         events = {k: n for k, n in counts.items() if k != "already_recorded"}
@@ -287,12 +294,17 @@ def record(out: Path, rows_file: Path, dry_run: bool, as_json: bool) -> None:
         document = {"rows": rows | {"skipped": skipped}, "events": events}
         echo_json(document | {"dry_run": dry_run})
         return
+    were = "was" if skipped == 1 else "were"
     click.echo(
-        f"{'would record' if dry_run else 'recorded'} {recorded.rows - skipped} "
-        f"rows: {', '.join(parts)} "
-        f"({counts.get('attempt_reserved', 0)} attempts "
+        f"{'would record' if dry_run else 'recorded'} "
+        f"{plural(recorded.rows - skipped, 'row')}: {', '.join(parts)} "
+        f"({plural(counts.get('attempt_reserved', 0), 'attempt')} "
         f"{'to reserve' if dry_run else 'reserved'})"
-        + (f"; {skipped} rows were recorded already, skipped" if skipped else "")
+        + (
+            f"; {plural(skipped, 'row')} {were} recorded already, skipped"
+            if skipped
+            else ""
+        )
     )
     if dry_run:
         click.echo("dry run: nothing was recorded")

@@ -33,6 +33,7 @@ from cli.figures import (
     metrics_text,
 )
 from cli.progress import working
+from cli.render import plural
 
 if TYPE_CHECKING:
     from projections import RunStatus
@@ -47,8 +48,8 @@ def _written(as_json: bool, output: Path | None, document: dict[str, Any]) -> No
     if as_json:
         echo_json(document)
     elif output is not None:
-        noun = "rows" if "rows" in document else "events"
-        click.echo(f"wrote {document[noun]} {noun} to {output}")
+        noun = "row" if "rows" in document else "event"
+        click.echo(f"wrote {plural(document[noun + 's'], noun)} to {output}")
 
 
 def _json_needs_output(as_json: bool, output: Path | None) -> None:
@@ -150,19 +151,22 @@ def status(
     missing_as_zero: bool,
     dry_run: bool,
 ) -> None:
-    """Show the run's manifest summary and coverage (CLI-6).
+    """Show the run's manifest summary and coverage.
 
     First how many rollouts are complete and the reward figures of the
     selected results (mean, standard error, 95% interval, pass@k); then the
-    coverage of REC-41 as a table, the manifest summary (run id, digests,
-    cap and extension, policy, drift and overrides), held rollouts with reasons
-    and kinds, pending repairs, and rows waiting to be adopted (appended without
-    the ledger, by NeMo Gym's own --resume, say). --publish takes the run lock
-    and rewrites the published files from the log.
+    coverage (each decision and its reasons) as a table, the manifest
+    summary (run id, digests, cap and extension, policy, drift and overrides),
+    held rollouts with reasons and kinds, pending repairs, and rows waiting to
+    be adopted (appended without the ledger, by NeMo Gym's own --resume, say).
+    --publish takes the run lock and rewrites the published files from the
+    log. Each decision, reason and term is explained in docs/glossary.md.
 
     \b
     Example:
       rollout-ledger status results/rollouts.jsonl --json
+    \f
+    Rules: CLI-6, REC-41.
     """
     import projections
     from cli.render import coverage_lines, decision_line, run_lines
@@ -190,7 +194,10 @@ def status(
     lines = metrics_text(found)
     lines += run_lines(document["run"]) + coverage_lines(document["coverage"])
     lines += [f"held ({len(held)}):"] if held else []
-    lines += ["  " + decision_line(h.task, h.rollout, h.decision) for h in found.held]
+    lines += [
+        "  " + decision_line(h.task, h.rollout, h.decision, state=found.state)
+        for h in found.held
+    ]
     lines += [f"pending repairs ({len(repairs)}):"] if repairs else []
     lines += [f"  {r['file']} line {r['line']}: {r['what']}" for r in repairs]
     lines += [f"waiting to be adopted: {found.adopt}"] if found.adopt else []
@@ -211,7 +218,7 @@ def status(
 @out_argument
 @json_option
 def check(out: Path, as_json: bool) -> None:
-    """Exit 0 if the evaluation is complete, else 75 or 76 (CLI-7).
+    """Exit 0 if the evaluation is complete, else 75 or 76.
 
     75: unfinished work, some of it retryable (resume); 76: none of it
     retryable (only held, terminal or exhausted rollouts remain). The message
@@ -221,6 +228,8 @@ def check(out: Path, as_json: bool) -> None:
     \b
     Example:
       rollout-ledger check results/rollouts.jsonl || echo "not done: $?"
+    \f
+    Rules: CLI-7, REC-40.
     """
     import ledger
     import projections
@@ -233,11 +242,13 @@ def check(out: Path, as_json: bool) -> None:
                 echo_json(_check_document(False, exc.exit_code, str(exc), exc.counts))
             raise
         note = projections.adopt_note(led)
+    n = cover.expected
+    every = "the 1 rollout is" if n == 1 else f"all {n} rollouts are"
     if as_json:
-        message = f"all {cover.expected} rollouts are complete or omitted"
+        message = f"{every} complete or omitted"
         echo_json(_check_document(True, 0, message, {}, waiting=note))
         return
-    click.echo(f"complete: all {cover.expected} rollouts are complete or omitted")
+    click.echo(f"complete: {every} complete or omitted")
     if note is not None:
         click.echo(f"waiting to be adopted: {note}")
 
@@ -279,17 +290,20 @@ def history(
     limit: int | None,
     as_json: bool,
 ) -> None:
-    """Print the audit trail, one line per event (CLI-8).
+    """Print the audit trail, one line per event.
 
     Columns: seq, time, actor, kind, key (t<task> r<rollout> a<attempt>) and a
     summary, under a header; superseded, duplicate and abandoned entries are
     marked. With --task and --rollout it ends with the rollout's decision and
-    the rule that decided. --tail N or --limit N shows the last or first N
-    entries; on a terminal the trail opens in a pager.
+    the rule that decided, in words (--json keeps the rule's id). --tail N or
+    --limit N shows the last or first N entries; on a terminal the trail opens
+    in a pager.
 
     \b
     Example:
       rollout-ledger history results/rollouts.jsonl --task 3 --rollout 0
+    \f
+    Rules: CLI-8.
     """
     import msgspec
 
@@ -321,11 +335,9 @@ def history(
     if len(entries) < len(found.entries):
         lines.append(f"({len(entries)} of {len(found.entries)} entries shown)")
     if found.decision is not None:
-        decision = found.decision
-        lines.append(
-            f"decision: {decision.value} (attempt {decision.attempt}, "
-            f"{decision.reason}) by {found.why}"
-        )
+        # In words; the rule's id is in --json only.
+        lines.append(f"decision: {found.words}")
+        lines.append(f"rule: {projections.describe_rule(found.decision.rule)}")
     _page(lines)
 
 
@@ -367,7 +379,7 @@ def results(
     quiet: bool,
     as_json: bool,
 ) -> None:
-    """Write the selected result of each rollout as JSONL (CLI-12).
+    """Write the selected result of each rollout as JSONL.
 
     In materialized order, each row as saved plus _ng_decision, with reward
     set to the decided score (a settled zero is marked _ng_settled_zero).
@@ -385,6 +397,8 @@ def results(
       rollout-ledger results results/rollouts.jsonl -o selected.jsonl
       rollout-ledger results results/rollouts.jsonl -o selected.jsonl \\
         --metrics selected_aggregate_metrics.json
+    \f
+    Rules: CLI-12.
     """
     import msgspec
 
@@ -435,7 +449,7 @@ def results(
     "files_dir",
     type=click.Path(file_okay=False, path_type=Path),
     help="Write the run as a file-based run in DIR instead: its files and a "
-    "SQLite ledger with the same events and head hash (SC-5).",
+    "SQLite ledger with the same events and head hash.",
 )
 @quiet_option
 @json_option
@@ -446,11 +460,11 @@ def export(
     quiet: bool,
     as_json: bool,
 ) -> None:
-    """Write every event as one JSON object a line, for auditors (CLI-13).
+    """Write every event as one JSON object a line, for auditors.
 
     Each line is the envelope (seq, kind, at, actor), the body exactly as
     stored and hashed, and prev_hash and hash in hex, so the chain can be
-    checked from the export alone (EV-2). With --files DIR, a run (usually one
+    checked from the export alone. With --files DIR, a run (usually one
     on PostgreSQL) is written back as files: results, sidecar, materialized
     inputs, published files and a SQLite ledger whose head hash is the run's.
 
@@ -458,6 +472,8 @@ def export(
     Example:
       rollout-ledger export results/rollouts.jsonl -o events.jsonl
       rollout-ledger export 'postgresql://me@db:5432/runs?run=eval1' --files copy/
+    \f
+    Rules: CLI-13, EV-2, SC-5.
     """
     import msgspec
 
@@ -490,7 +506,7 @@ def _export_files(
         echo_json(document | {"seq": copied.seq, "head": copied.head.hex()})
         return
     click.echo(
-        f"wrote {copied.out} and its ledger: {copied.seq} events, head "
+        f"wrote {copied.out} and its ledger: {plural(copied.seq, 'event')}, head "
         f"{copied.head.hex()}"
     )
     click.echo(f"check it with: rollout-ledger verify {copied.out}")
@@ -500,14 +516,16 @@ def _export_files(
 @out_argument
 @json_option
 def head(out: Path, as_json: bool) -> None:
-    """Print the last seq and the head hash of a run's log (CLI-13).
+    """Print the last seq and the head hash of a run's log.
 
     Keep this line somewhere safe: deleting the newest events is only
-    detectable against an exported head (EV-2).
+    detectable against an exported head.
 
     \b
     Example:
       rollout-ledger head results/rollouts.jsonl
+    \f
+    Rules: CLI-13, EV-2.
     """
     with reader(out) as led:
         seq, digest = led.head()

@@ -28,6 +28,7 @@ from cli.common import (
     run_clock,
 )
 from cli.progress import working
+from cli.render import plural
 
 __all__ = ["demo"]
 
@@ -197,7 +198,8 @@ def _report(out: Path) -> None:
         cov = projections.status(led).coverage.to_dict()
         findings = projections.verify_run(led).findings
     click.echo(
-        f"\ncoverage of {cov['expected']} rollouts (as of seq {cov['as_of_seq']}):"
+        f"\ncoverage of {plural(cov['expected'], 'rollout')} "
+        f"(as of seq {cov['as_of_seq']}):"
     )
     for value, count in cov["decisions"].items():
         if count:
@@ -237,7 +239,7 @@ def _report(out: Path) -> None:
 )
 @json_option
 def demo(folder: Path | None, rollouts: int, seed: int, as_json: bool) -> None:
-    """Run a simulated collection, killed and resumed until done (CLI-15).
+    """Run a simulated collection, killed and resumed until done.
 
     Creates a run in FOLDER (a new temporary folder when omitted) against a
     built-in simulated agent and judge, kills the collector process with
@@ -249,6 +251,8 @@ def demo(folder: Path | None, rollouts: int, seed: int, as_json: bool) -> None:
     \b
     Example:
       rollout-ledger demo /tmp/demo-run --rollouts 300 --seed 7
+    \f
+    Rules: CLI-15.
     """
     folder = folder or Path(tempfile.mkdtemp(prefix="rollout-ledger-demo-"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -256,7 +260,7 @@ def demo(folder: Path | None, rollouts: int, seed: int, as_json: bool) -> None:
         raise click.UsageError(f"{folder} already holds a run; choose an empty folder")
     out = _create(folder, rollouts)
     if not as_json:
-        click.echo(f"created a run of {rollouts} rollouts in {folder}")
+        click.echo(f"created a run of {plural(rollouts, 'rollout')} in {folder}")
     rounds = []
     for number in range(1, MAX_ROUNDS + 1):
         if number == 2:  # an operational change between resumes: accepted as drift

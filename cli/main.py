@@ -90,6 +90,9 @@ def main() -> None:
     unknown or corrupt saved work, 75/76 check: unfinished work (some / none
     retryable).
 
+    Every decision, reason and term the commands print (settled_zero,
+    kept_answer, held, exhausted, ...) is explained in docs/glossary.md.
+
     \b
     Example:
       rollout-ledger status results/rollouts.jsonl

@@ -21,12 +21,20 @@ __all__ = [
     "history_line",
     "plan_change_document",
     "plan_change_lines",
+    "plural",
     "run_lines",
     "run_summary",
     "verdict_lines",
 ]
 
 Decisions = Mapping[tuple[int, int], "Decision"]
+
+
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """``"1 row"``, ``"2 rows"``: every count a command prints (``ledger.plural``)."""
+    from ledger import plural as say
+
+    return say(count, noun, many)
 
 
 def _short(digest: Any) -> str:
@@ -83,7 +91,7 @@ def run_lines(summary: Mapping[str, Any]) -> list[str]:
         f"  attempts: cap {summary['cap']} ({summary['max_rollout_attempts']} + "
         f"{summary['extension']} extension)",
         f"  policy: {_policy_text(summary['policy'])} "
-        f"({summary['policy_changes']} changes)",
+        f"({plural(summary['policy_changes'], 'change')})",
         f"  drift acceptances {summary['drift_acceptances']}, overrides "
         f"{summary['overrides']}",
         f"  head seq {summary['as_of_seq']} {summary['head_hash']}",
@@ -92,7 +100,9 @@ def run_lines(summary: Mapping[str, Any]) -> list[str]:
 
 def coverage_lines(cover: Mapping[str, Any]) -> list[str]:
     """REC-41's counts as a table: each decision, then its split."""
-    lines = [f"coverage at seq {cover['as_of_seq']}: {cover['expected']} rollouts"]
+    lines = [
+        f"coverage at seq {cover['as_of_seq']}: {plural(cover['expected'], 'rollout')}"
+    ]
     for value, count in cover["decisions"].items():
         split = cover.get(value)
         detail = ""
@@ -111,17 +121,28 @@ def coverage_lines(cover: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def decision_line(task: int, rollout: int, decision: Decision) -> str:
-    """``task T rollout R attempt A: reason (kind)``."""
-    kind = f" ({decision.kind})" if decision.kind else ""
-    return (
-        f"task {task} rollout {rollout} attempt {decision.attempt}: "
-        f"{decision.reason}{kind}"
+def decision_line(
+    task: int, rollout: int, decision: Decision, *, state: RunState | None = None
+) -> str:
+    """``task T rollout R attempt A: held: <the decision in words>``.
+
+    With the run's ``state``, the words count the attempts used of its cap.
+    """
+    from projections import describe_decision, describe_rollout
+
+    words = (
+        describe_decision(decision)
+        if state is None
+        else describe_rollout(state, task, rollout, decision)
     )
+    return f"task {task} rollout {rollout} attempt {decision.attempt}: {words}"
 
 
 def _decision_text(decision: Decision) -> str:
-    return f"{decision.value} ({decision.reason}, attempt {decision.attempt})"
+    from projections import describe_reason
+
+    reason = describe_reason(decision.reason)
+    return f"{decision.value} ({reason}, attempt {decision.attempt})"
 
 
 def plan_change_lines(before: Decisions, after: Decisions) -> list[str]:
@@ -142,7 +163,7 @@ def plan_change_lines(before: Decisions, after: Decisions) -> list[str]:
         if old[value] != new[value]
     )
     return [
-        f"plan changes ({len(changed)} rollouts):",
+        f"plan changes ({plural(len(changed), 'rollout')}):",
         *changed,
         f"decisions: {counts}",
     ]

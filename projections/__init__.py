@@ -8,8 +8,10 @@ check and plan; ``replan`` releases what the decisions allow; ``publish``,
 ``RewardMetrics``: the reward figures, in words by ``metrics_lines``;
 ``AggregateMetrics``: NeMo Gym's file of them),
 ``config_diff`` and the operator actions (``approve``, ``reset_budget``,
-``extend_attempts``, ``set_policy``). Everything not in ``__all__`` is
-private and may move.
+``extend_attempts``, ``set_policy``). ``GLOSSARY``, ``describe_decision``,
+``describe_rollout``, ``describe_kind`` and ``describe_rule``
+(``projections.words``) say them in plain words. Everything not in
+``__all__`` is private and may move.
 
 Each command calls one of these and renders what it returns: ``create_run``
 (a ``CreatedRun``), ``resume_with_plan_file`` (a ``Resume``, its plan written
@@ -57,6 +59,16 @@ from projections.results import selected_results
 from projections.resume import Resume, resume
 from projections.state import RunState
 from projections.verify import Finding, verify
+from projections.words import (
+    GLOSSARY,
+    GLOSSARY_SECTIONS,
+    RULE_WORDS,
+    describe_decision,
+    describe_kind,
+    describe_reason,
+    describe_rollout,
+    describe_rule,
+)
 
 # isort: split
 # What the commands call (one library function each) and the values returned.
@@ -74,6 +86,9 @@ from projections.status import RunStatus, adopt_note, check_run, status
 from projections.verify import Verification, verify_run
 
 __all__ = [
+    "GLOSSARY",
+    "GLOSSARY_SECTIONS",
+    "RULE_WORDS",
     "AggregateMetrics",
     "Approval",
     "AuditExport",
@@ -115,6 +130,11 @@ __all__ = [
     "create_run",
     "decide",
     "decide_all",
+    "describe_decision",
+    "describe_kind",
+    "describe_reason",
+    "describe_rollout",
+    "describe_rule",
     "excluded_sidecar_lines",
     "extend_attempts",
     "gate",

@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from ledger import redact_secrets
+from ledger import plural, redact_secrets
 from ledger.errors import RecoveryIncomplete
 from projections.decide import (
     DECISION_VALUES,
@@ -207,9 +207,11 @@ def check_complete(state: RunState, decisions: Decisions | None = None) -> None:
     retryable = any(unfinished[v] for v in ("pending", "retry", "rejudge"))
     parts = ", ".join(f"{n} {value}" for value, n in sorted(unfinished.items()))
     helps = sorted({_HELP[value] for value in unfinished})
+    left = sum(unfinished.values())
     raise RecoveryIncomplete(
-        f"the saved results are valid, but {sum(unfinished.values())} of "
-        f"{len(decisions)} rollouts are unfinished ({parts}); next: "
+        f"the saved results are valid, but {left} of "
+        f"{plural(len(decisions), 'rollout')} {'is' if left == 1 else 'are'} "
+        f"unfinished ({parts}); next: "
         + " / ".join(f"`{command}`" for command in helps),
         retryable=retryable,
         counts=dict(unfinished),

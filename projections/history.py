@@ -15,13 +15,16 @@ from typing import Any
 
 import msgspec
 
-from ledger import MAX_SEQ, bounded, redact_secrets, rollout_index, task_index
+from ledger import MAX_SEQ, bounded, plural, redact_secrets, rollout_index, task_index
 from ledger import events as ev
 from ledger.errors import ConfigError
 from projections.decide import Decision, decide
+from projections.history_rows import row_text, score_text
 from projections.replay import EventSource, replay
+from projections.row_lines import RowLines
 from projections.rule_words import RULES
 from projections.state import RolloutState, RunState
+from projections.words import describe_rollout
 
 __all__ = ["RULES", "History", "HistoryEntry", "history"]
 
@@ -53,6 +56,8 @@ class History(msgspec.Struct, frozen=True, kw_only=True):
 
     entries: tuple[HistoryEntry, ...]
     decision: Decision | None = None
+    #: The decision in words, as the run decided it (its id stays in ``decision``).
+    words: str | None = None
 
     @property
     def why(self) -> str | None:
@@ -71,29 +76,6 @@ _KEYED = (ev.RerunApproved, ev.AttemptReserved, ev.JudgeAdmitted, *_OUTCOMES)
 
 def _short(digest: str) -> str:
     return digest[:12]
-
-
-def _score(value: float | None) -> str:
-    return "none" if value is None else f"{value:g}"
-
-
-def _outcome(body: Any) -> str:
-    facts = body.facts
-    where = f"{body.location.file}@{body.location.offset}"
-    stage = _stage(body)
-    if isinstance(body, ev.ResultSaved):
-        masked = ", masked" if facts.masked else ""
-        return f"result{stage}, reward {_score(facts.reward)}{masked} ({where})"
-    kind = facts.selected_kind or "unclassified"
-    terminal = ", terminal" if facts.terminal else ""
-    return f"failure {kind}{stage}{terminal} (sidecar line {body.sidecar_line + 1})"
-
-
-def _stage(body: ev.ResultSaved | ev.FailureSaved) -> str:
-    # ROW-64: a multistage row names its stage and its rollout's final stage.
-    if body.stage_index is None:
-        return ""
-    return f" at stage {body.stage_index} of {body.final_stage_index}"
 
 
 def _released(
@@ -122,23 +104,23 @@ def _reason(text: str | None) -> str:
 
 def _judged(body: ev.JudgeOutcomeSaved) -> str:
     if body.outcome == "graded":
-        return f"judged: graded, reward {_score(body.reward)}"
+        return f"judged: graded, reward {score_text(body.reward)}"
     return f"judged: failed ({body.failure_kind or 'unclassified'})"
 
 
 _SUMMARIES: dict[type[Any], Callable[[Any], str]] = {
     ev.RunCreated: lambda b: (
-        f"run {b.run_id}: {len(b.index)} rollouts, cap {b.max_rollout_attempts}, "
+        f"run {b.run_id}: {plural(len(b.index), 'rollout')}, cap "
+        f"{b.max_rollout_attempts}, "
         f"config {_short(b.config_digest)}"
     ),
     ev.LegacyImported: lambda b: (
-        f"imported {b.rows_imported} of {b.rows_read} rows ({b.rows_rejected} rejected)"
+        f"imported {b.rows_imported} of {plural(b.rows_read, 'row')} "
+        f"({b.rows_rejected} rejected)"
     ),
     ev.AttemptReserved: lambda b: (
         "reserved" if b.stage_index is None else f"reserved from stage {b.stage_index}"
     ),
-    ev.ResultSaved: _outcome,
-    ev.FailureSaved: _outcome,
     ev.OmissionSaved: lambda b: f"omission{_reason(b.reason)}",
     ev.JudgeAdmitted: lambda b: f"judge admitted ({b.admission_id})",
     ev.JudgeOutcomeSaved: _judged,
@@ -167,31 +149,9 @@ _SUMMARIES: dict[type[Any], Callable[[Any], str]] = {
         f"identity overridden ({_short(b.from_digest)} -> {_short(b.to_digest)}): "
         f"{', '.join(b.semantic_keys)}{_reason(b.reason)}"
     ),
-    ev.TailRepaired: lambda b: _TAIL_TEXT.get(b.action, _cut_text)(b),
     ev.ResumeStarted: lambda b: (
         "resume: "
         + ", ".join(f"{name} {count}" for name, count in sorted(b.counts.items()))
-    ),
-}
-
-
-def _cut_text(b: ev.TailRepaired) -> str:
-    kind = "blank" if b.saved_as.rpartition("/")[2].startswith("blank-") else "torn"
-    return (
-        f"{kind} tail of {b.file} cut at byte {b.offset} ({b.length} bytes, saved "
-        f"as {b.saved_as})"
-    )
-
-
-#: REC-83: a kept last row's newline, appended or found.
-_TAIL_TEXT: dict[str, Callable[[ev.TailRepaired], str]] = {
-    ev.NEWLINE_APPENDED: lambda b: (
-        f"newline appended to the last row of {b.file} at byte {b.offset} "
-        "(a complete row; kept)"
-    ),
-    ev.NEWLINE_RECORDED: lambda b: (
-        f"newline another writer appended to the last row of {b.file}, at byte "
-        f"{b.offset}, recorded"
     ),
 }
 
@@ -203,8 +163,9 @@ def _json(value: Any) -> str:
 class _Trail:
     """Keys and marks of events, read off the folded state."""
 
-    def __init__(self, state: RunState) -> None:
+    def __init__(self, state: RunState, lines: RowLines) -> None:
         self.state = state
+        self.lines = lines
         self._admissions: dict[str, tuple[int, int, int]] | None = None
 
     def admission(self, admission_id: str) -> tuple[int, int, int] | None:
@@ -314,16 +275,18 @@ def _entries(
             continue
         key = trail.key(event.body)
         if not keyed or (key is not None and _matches(key[:2], task, rollout)):
-            yield _entry(trail, event, key, _summary(event.body))
+            yield _entry(trail, event, key, _summary(event.body, trail.lines))
         elif key is None and _names(event.body, task, rollout):
             # A release that names the rollout(s) asked about, shown for them.
             summary = _released(event.body, task, rollout)  # type: ignore[arg-type]
             yield _entry(trail, event, None, summary)
 
 
-def _summary(body: Any) -> str:
+def _summary(body: Any, lines: RowLines) -> str:
     if isinstance(body, ev.AttemptsReleased):
         return _released(body)
+    if isinstance(body, (ev.ResultSaved, ev.FailureSaved, ev.TailRepaired)):
+        return row_text(body, lines)  # a row by its file and line
     render = _SUMMARIES.get(type(body))
     return render(body) if render is not None else ""
 
@@ -386,8 +349,9 @@ def history(
     """
     _check_bounds(task, rollout, since, kind)
     state, stored = _sources(source, events, since)
-    entries = tuple(_entries(_Trail(state), stored, task, rollout, kind))
-    decision = None
+    lines = RowLines(getattr(source, "files", None))
+    entries = tuple(_entries(_Trail(state, lines), stored, task, rollout, kind))
+    decision = words = None
     if task is not None and rollout is not None:
         if rollout not in state.rollouts.get(task, {}):
             raise ConfigError(
@@ -395,4 +359,5 @@ def history(
                 key="task",
             )
         decision = decide(state, task, rollout)
-    return History(entries=entries, decision=decision)
+        words = describe_rollout(state, task, rollout, decision)
+    return History(entries=entries, decision=decision, words=words)

@@ -25,6 +25,7 @@ from ledger import (
     atomic_replace,
     check_outputs,
     open_run,
+    plural,
     read_plan_rows,
     record_plan_rows,
 )
@@ -140,8 +141,9 @@ def _preview(
         pending = reader.pending_repairs()
     if pending:
         raise Refused(
-            f"{out} has {len(pending)} rows or lines that recording repairs or "
-            "adopts first (see `rollout-ledger status`), so a dry run cannot show "
+            f"{out} has {plural(len(pending), 'row or line', 'rows or lines')} "
+            "that recording repairs or adopts first (see `rollout-ledger status`), "
+            "so a dry run cannot show "
             "what recording would do; nothing was recorded"
         )
     with (

@@ -27,6 +27,7 @@ from ledger.events import Location
 from ledger.store.port import RowReader, RunFiles
 from projections.decide import Decision, decide_all
 from projections.replay import replay
+from projections.row_lines import RowLines
 from projections.state import RolloutState, RunState
 
 __all__ = [
@@ -162,8 +163,8 @@ def _decoded(files: RunFiles, where: Location, data: bytes | None) -> dict[str, 
         return _DECODER.decode(data)
     except (msgspec.DecodeError, RecursionError) as exc:
         raise CorruptLedger(
-            f"the row at byte {where.offset} of {where.file} no longer decodes "
-            f"({exc}); run `rollout-ledger verify`",
+            f"the row at {RowLines(files).where(where.file, where.offset)} no "
+            f"longer decodes ({exc}); run `rollout-ledger verify`",
             path=files.describe(where.file),
         ) from exc
 

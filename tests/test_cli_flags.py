@@ -118,7 +118,7 @@ def test_cli_10_dry_run_text_says_would_and_nothing_recorded(
     seq = head_seq(run)
     result = run.ok(name, run.out, *extra, "--reason", "why", "--dry-run")
     assert result.stdout.splitlines()[0].startswith("would ")
-    assert "would make plan changes (1 rollouts):" in result.stdout
+    assert "would make plan changes (1 rollout):" in result.stdout
     assert result.stdout.endswith("dry run: nothing was recorded\n")
     assert head_seq(run) == seq
 

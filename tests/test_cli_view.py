@@ -96,7 +96,9 @@ def test_cli_6_status_prints_the_summary_coverage_and_held(mixed: CliRun) -> Non
         "masked 0, suspect 0\n"
         "failure kinds of unfinished rollouts: session_lost 2\n"
         "held (1):\n"
-        "  task 0 rollout 1 attempt 0: kept_answer (session_lost)\n"
+        "  task 0 rollout 1 attempt 0: held: the sandbox session was lost "
+        "(infrastructure); kept an answer; waits for an operator's approval; "
+        "0 of 3 counted failures\n"
     )
     assert head.startswith("  head seq 15 ")
     assert snapshot(mixed) == before  # EV-12: a reader never writes
@@ -207,7 +209,7 @@ def test_cli_8_history_prints_one_line_per_event(mixed: CliRun) -> None:
     )
     assert lines[11] == (  # record: its reservations, then its rows' events
         "    11  2026-01-01T00:00:00.003000Z  collector         failure_saved       "
-        "  t0 r1 a0    failure session_lost (sidecar line 1)"
+        "  t0 r1 a0    failure session_lost (rollouts_failures.jsonl line 1)"
     )
 
 
@@ -220,9 +222,11 @@ def test_cli_8_one_rollout_ends_with_its_decision_and_rule(mixed: CliRun) -> Non
         "     6  2026-01-01T00:00:00.003000Z  collector         attempt_reserved    "
         "  t1 r0 a0    reserved\n"
         "    12  2026-01-01T00:00:00.003000Z  collector         failure_saved       "
-        "  t1 r0 a0    failure agent_timeout (sidecar line 2)\n"
-        "decision: complete (attempt 0, settled_zero) by REC-20.5a final agent "
-        "timeout\n"
+        "  t1 r0 a0    failure agent_timeout (rollouts_failures.jsonl line 2)\n"
+        "decision: complete: the agent ran out of its time limit (model); scored "
+        "zero, the model's own result, reward 0\n"
+        "rule: The model ran out of its own time limit: complete, scored by its "
+        "recorded grade or else zero; it never runs again.\n"
     )
 
 
