@@ -25,14 +25,7 @@ the reward figures' file, ``MeasuredRows``), ``audit_export`` (an
 ``import_into_store`` (a ``StoreImport``).
 """
 
-from projections.actions import (
-    OperatorResult,
-    approve,
-    extend_attempts,
-    held_attempts,
-    reset_budget,
-    set_policy,
-)
+from projections.actions import OperatorResult, approve, held_attempts
 from projections.aggregate import (
     AggregateMetrics,
     MeasuredRows,
@@ -57,6 +50,7 @@ from projections.replan import replan
 from projections.replay import replay
 from projections.results import selected_results
 from projections.resume import Resume, resume
+from projections.settings_actions import extend_attempts, reset_budget, set_policy
 from projections.state import RunState
 from projections.verify import Finding, verify
 from projections.words import (
