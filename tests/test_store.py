@@ -11,6 +11,7 @@ import pytest
 from ledger import (
     Clock,
     ConcurrencyConflict,
+    ConfigError,
     CorruptLedger,
     Ledger,
     LedgerError,
@@ -255,7 +256,8 @@ def test_ev_12_writer_open_refuses_a_broken_head(make_run: RunFactory) -> None:
 
 
 def test_ev_12_open_of_a_missing_run_says_how_to_create_one(tmp_path: Path) -> None:
-    with pytest.raises(CorruptLedger, match="rollout-ledger create"):
+    # Nothing is there: a mistyped path, not corrupt saved work (issue 16).
+    with pytest.raises(ConfigError, match="no run at .*rollout-ledger create"):
         Ledger.open(tmp_path / "nothing.jsonl")
 
 
