@@ -26,7 +26,7 @@ from cli.common import (
 if TYPE_CHECKING:
     from projections import RunStatus
 
-__all__ = ["check", "export", "head", "history", "results", "status"]
+__all__ = ["check", "export", "head", "history", "report", "results", "status"]
 
 _OUTPUT = click.Path(dir_okay=False, writable=True, path_type=Path)
 
@@ -305,3 +305,47 @@ def head(out: Path) -> None:
     with reader(out) as led:
         seq, digest = led.head()
     click.echo(f"{seq} {digest.hex()}")
+
+
+@click.command()
+@out_argument
+@click.option("-o", "--output", type=_OUTPUT, help="Write to FILE, not stdout.")
+@click.option("--no-verify", is_flag=True, help="Skip the integrity check.")
+def report(out: Path | str, output: Path | None, no_verify: bool) -> None:
+    """Write the run as one HTML page that opens from disk, offline.
+
+    The page shows how many rollouts are complete and the command that moves
+    the rest, the reward figures, where every rollout stands (each decision in
+    a sentence), a grid of tasks by rollouts whose squares open each rollout's
+    attempts, failures by kind and side over time, held rollouts with the
+    approve command, the changes made during the run, and the integrity check
+    with the head hash. A large run is shown in bands of tasks.
+
+    \b
+    Example:
+      rollout-ledger report results/rollouts.jsonl -o report.html
+    """
+    import projections
+    from cli.report_html import render_report
+
+    with reader(out) as led, _sink(out, output) as sink:
+        state = projections.replay(led)
+        decisions = projections.decide_all(state)
+        verification = None if no_verify else projections.verify_run(led)
+        figures = getattr(projections, "reward_metrics", None)
+        metrics = (
+            None
+            if figures is None
+            else figures(led, state, decisions=decisions).to_dict()
+        )
+        context = projections.report_context(
+            state,
+            led.events(1),
+            decisions,
+            out=str(out),
+            verification=verification,
+            metrics=metrics,
+        )
+        sink.write(render_report(context).encode())
+    if output is not None:
+        click.echo(f"wrote the report of {state.expected} rollouts to {output}")

@@ -43,6 +43,7 @@ from projections.plan import HeldItem, Plan, RejudgeItem
 from projections.publish import publish
 from projections.replan import replan
 from projections.replay import replay
+from projections.report import report_context
 from projections.results import selected_results
 from projections.resume import Resume, resume
 from projections.state import RunState
@@ -109,6 +110,7 @@ __all__ = [
     "record_outcomes",
     "replan",
     "replay",
+    "report_context",
     "reset_budget",
     "result_rows",
     "resume",
