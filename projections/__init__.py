@@ -6,8 +6,9 @@ check and plan; ``replan`` releases what the decisions allow; ``publish``,
 ``verify``, ``history`` (with its ``History`` and ``HistoryEntry`` values) and
 ``selected_results`` serve the command line, as do ``config_diff`` and the
 operator actions (``approve``, ``reset_budget``, ``extend_attempts``,
-``set_policy``). Everything not in ``__all__`` is
-private and may move.
+``set_policy``). ``GLOSSARY``, ``describe_decision``, ``describe_kind`` and
+``describe_rule`` (``projections.words``) say them in plain words. Everything
+not in ``__all__`` is private and may move.
 
 Each command calls one of these and renders what it returns: ``create_run``
 (a ``CreatedRun``), ``resume_with_plan_file`` (a ``Resume``, its plan written
@@ -48,6 +49,12 @@ from projections.results import selected_results
 from projections.resume import Resume, resume
 from projections.state import RunState
 from projections.verify import Finding, verify
+from projections.words import (
+    GLOSSARY,
+    describe_decision,
+    describe_kind,
+    describe_rule,
+)
 
 # isort: split
 # What the commands call (one library function each) and the values returned.
@@ -65,6 +72,7 @@ from projections.status import RunStatus, adopt_note, check_run, status
 from projections.verify import Verification, verify_run
 
 __all__ = [
+    "GLOSSARY",
     "Approval",
     "AuditExport",
     "ConfigDiff",
@@ -99,6 +107,9 @@ __all__ = [
     "create_run",
     "decide",
     "decide_all",
+    "describe_decision",
+    "describe_kind",
+    "describe_rule",
     "excluded_sidecar_lines",
     "extend_attempts",
     "gate",
