@@ -4,10 +4,12 @@
 rollout; ``coverage`` and ``check_complete`` summarize; ``gate`` and ``resume``
 check and plan; ``replan`` releases what the decisions allow; ``publish``,
 ``verify``, ``history`` (with its ``History`` and ``HistoryEntry`` values) and
-``selected_results`` serve the command line, as do ``config_diff`` and the
-operator actions (``approve``, ``reset_budget``, ``extend_attempts``,
-``set_policy``). ``GLOSSARY``, ``describe_decision``, ``describe_kind`` and
-``describe_rule`` (``projections.words``) say them in plain words. Everything
+``selected_results`` serve the command line, as do ``reward_metrics`` (a
+``RewardMetrics``: the reward figures, in words by ``metrics_lines``),
+``config_diff`` and the operator actions (``approve``, ``reset_budget``,
+``extend_attempts``, ``set_policy``). ``GLOSSARY``, ``describe_decision``,
+``describe_kind`` and ``describe_rule`` (``projections.words``) say them in
+plain words; ``report_context`` gathers what the HTML report shows. Everything
 not in ``__all__`` is private and may move.
 
 Each command calls one of these and renders what it returns: ``create_run``
@@ -40,6 +42,8 @@ from projections.decide import Decision, decide, decide_all
 from projections.gate import GateVerdict, gate
 from projections.history import History, HistoryEntry, history
 from projections.importing import import_run
+from projections.metrics import PassAtK, RewardMetrics, TaskMean, reward_metrics
+from projections.metrics_text import metrics_lines
 from projections.plan import HeldItem, Plan, RejudgeItem
 from projections.publish import publish
 from projections.replan import replan
@@ -87,14 +91,17 @@ __all__ = [
     "ImportResult",
     "KeyDiff",
     "OperatorResult",
+    "PassAtK",
     "Plan",
     "RecordedOutcomes",
     "RejudgeItem",
     "ResultRows",
     "Resume",
+    "RewardMetrics",
     "RunState",
     "RunStatus",
     "StoreImport",
+    "TaskMean",
     "Verification",
     "adopt_note",
     "approve",
@@ -117,6 +124,7 @@ __all__ = [
     "history",
     "import_into_store",
     "import_run",
+    "metrics_lines",
     "publish",
     "record_outcomes",
     "replan",
@@ -126,6 +134,7 @@ __all__ = [
     "result_rows",
     "resume",
     "resume_with_plan_file",
+    "reward_metrics",
     "selected_results",
     "set_policy",
     "status",

@@ -1,0 +1,344 @@
+"""The numbers people report (issue 16): reward figures of the selected results.
+
+``reward_metrics`` reads the decided scores, which are the ``reward`` values
+``selected_results`` writes (CLI-12): the score of every ``complete`` rollout
+that has one. Nothing else enters the mean unless one of NeMo Gym 0.7.0's two
+counting options (its ``_aggregate_metrics.json``, reference 1.10) says so:
+
+- ``count_failure_classes_as_zero``: a rollout that is not complete (nor
+  omitted) and whose newest outcome is a failure row (the sidecar's, in NeMo
+  Gym's words "the last sidecar row of a key with no success") enters as 0.
+  NeMo Gym takes a list of classes; here the option covers every class.
+- ``count_missing_rollouts_as_zero``: a rollout with no recorded outcome at
+  all (no row in either file) enters as 0; a rollout with a failure row is
+  never "missing".
+
+Masked results (ROW-41, ROW-42), unscored results (a complete rollout with no
+numeric reward) and accepted omissions never enter the mean.
+
+The figures: the mean, its standard error (sample standard deviation over
+``sqrt(n)``, none below two values), a 95% Student's t interval, per-task
+means, and pass@k where a task has more than one value: the unbiased estimator
+``1 - C(n - c, k) / C(n, k)`` (n values of the task, c of them correct)
+averaged over the tasks with at least k values. A value is *correct* when it
+is at least ``correct_at`` (1.0 by default: the full reward of a 0/1 verifier).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+
+from ledger import Ledger
+from projections.decide import Decision, decide_all
+from projections.state import MASKED, RolloutState, RunState
+
+__all__ = [
+    "PassAtK",
+    "RewardMetrics",
+    "TaskMean",
+    "metrics_of",
+    "pass_at_k",
+    "reward_metrics",
+    "t_quantile_975",
+]
+
+Decisions = dict[tuple[int, int], Decision]
+
+#: Student's t quantile 0.975 for 1..30 degrees of freedom.
+_T975 = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+)  # fmt: skip
+_Z975 = 1.959963984540054
+
+
+def t_quantile_975(df: int) -> float:
+    """Student's t 0.975 quantile: a table to 30, Cornish-Fisher above (< 1e-4)."""
+    if df < 1:
+        raise ValueError("degrees of freedom must be at least 1")
+    if df <= len(_T975):
+        return _T975[df - 1]
+    z = _Z975
+    return (
+        z
+        + (z**3 + z) / (4 * df)
+        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3)
+    )
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """The unbiased pass@k of one task: n values, c correct (Chen et al. 2021)."""
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"pass@{k} needs 1 <= k <= n and 0 <= c <= n (n={n}, c={c})")
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+class TaskMean(msgspec.Struct, frozen=True):
+    """One task's mean over the values that entered the figures."""
+
+    task: int
+    rollouts: int
+    mean: float
+
+
+class PassAtK(msgspec.Struct, frozen=True):
+    """pass@k averaged over the ``tasks`` that have at least k values."""
+
+    k: int
+    value: float
+    tasks: int
+
+
+class RewardMetrics(msgspec.Struct, frozen=True, kw_only=True):
+    """The reward figures of a run's selected results, and what they cover.
+
+    The counts add up to ``expected``: ``scored + unscored`` are the complete
+    rollouts; ``omitted``, ``masked``, ``failure_classes``, ``missing`` and
+    ``other`` (not complete, the newest outcome an unmasked result row, e.g.
+    one waiting for a re-judgment) are not.
+    """
+
+    as_of_seq: int
+    expected: int
+    complete: int
+    scored: int
+    unscored: int
+    omitted: int
+    masked: int
+    failure_classes: int
+    missing: int
+    other: int
+    count_failure_classes_as_zero: bool
+    count_missing_rollouts_as_zero: bool
+    #: How many zeros each option added (0 when the option is off).
+    failure_classes_counted_as_zero: int
+    missing_counted_as_zero: int
+    #: The number of values in the figures: scored plus the zeros counted.
+    n: int
+    mean: float | None
+    std: float | None
+    standard_error: float | None
+    interval_95: tuple[float, float] | None
+    minimum: float | None
+    maximum: float | None
+    median: float | None
+    per_task: tuple[TaskMean, ...]
+    correct_at: float
+    pass_at_k: tuple[PassAtK, ...]
+
+    @property
+    def complete_fraction(self) -> float | None:
+        """Complete rollouts over expected ones; ``None`` for an empty run."""
+        return self.complete / self.expected if self.expected else None
+
+    def counting(self) -> dict[str, Any]:
+        """The two options and the zeros each added, as stated beside a figure."""
+        return {
+            "count_failure_classes_as_zero": self.count_failure_classes_as_zero,
+            "failure_classes_counted_as_zero": self.failure_classes_counted_as_zero,
+            "count_missing_rollouts_as_zero": self.count_missing_rollouts_as_zero,
+            "missing_counted_as_zero": self.missing_counted_as_zero,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plain JSON value of ``status --json``'s ``metrics``.
+
+        Each figure block carries ``counting``: the two options and the zeros
+        they added, beside the figures they change.
+        """
+        counting = self.counting()
+        return {
+            "schema_version": 1,
+            "as_of_seq": self.as_of_seq,
+            "expected": self.expected,
+            "complete": self.complete,
+            "complete_fraction": self.complete_fraction,
+            "counts": {
+                "scored": self.scored,
+                "unscored": self.unscored,
+                "omitted": self.omitted,
+                "masked": self.masked,
+                "failure_classes": self.failure_classes,
+                "missing": self.missing,
+                "other": self.other,
+            },
+            "reward": {
+                "rollouts": self.n,
+                "mean": self.mean,
+                "std": self.std,
+                "standard_error": self.standard_error,
+                "interval_95": (
+                    None if self.interval_95 is None else list(self.interval_95)
+                ),
+                "min": self.minimum,
+                "max": self.maximum,
+                "median": self.median,
+                "counting": counting,
+            },
+            "per_task": {
+                "tasks": [msgspec.to_builtins(t) for t in self.per_task],
+                "counting": counting,
+            },
+            "pass_at_k": {
+                "correct_when": f"reward >= {self.correct_at:g}",
+                "values": [msgspec.to_builtins(p) for p in self.pass_at_k],
+                "counting": counting,
+            },
+        }
+
+
+class _Sorted:
+    """Rollouts sorted by what they add to the figures."""
+
+    def __init__(self) -> None:
+        self.values: dict[int, list[float]] = {}
+        self.scored = self.unscored = self.omitted = self.masked = 0
+        self.failure_classes = self.missing = self.other = 0
+        self.failure_zeros = self.missing_zeros = 0
+
+    def add(self, task: int, value: float) -> None:
+        self.values.setdefault(task, []).append(value)
+
+    def sort(
+        self,
+        task: int,
+        rollout: RolloutState,
+        decision: Decision,
+        *,
+        failures_as_zero: bool,
+        missing_as_zero: bool,
+    ) -> None:
+        if decision.value == "complete":
+            if decision.score is None:
+                self.unscored += 1
+            else:
+                self.scored += 1
+                self.add(task, decision.score)
+            return
+        if decision.value == "omitted":
+            self.omitted += 1
+            return
+        newest = next((a for a in rollout.newest_first() if a.has_outcome), None)
+        if newest is None:
+            self.missing += 1
+            if missing_as_zero:
+                self.missing_zeros += 1
+                self.add(task, 0.0)
+        elif newest.row_kind == "failure":
+            self.failure_classes += 1
+            if failures_as_zero:
+                self.failure_zeros += 1
+                self.add(task, 0.0)
+        elif newest.flags & MASKED:
+            self.masked += 1
+        else:
+            self.other += 1
+
+
+def _pass_at_k(values: Iterable[list[float]], correct_at: float) -> list[PassAtK]:
+    groups = [(len(v), sum(x >= correct_at for x in v)) for v in values if v]
+    largest = max((n for n, _ in groups), default=0)
+    if largest < 2:
+        return []  # no task repeats: pass@k says nothing the mean does not
+    ks = sorted({*(2**i for i in range(largest.bit_length()) if 2**i <= largest),
+                 largest})  # fmt: skip
+    found = []
+    for k in ks:
+        eligible = [(n, c) for n, c in groups if n >= k]
+        value = sum(pass_at_k(n, c, k) for n, c in eligible) / len(eligible)
+        found.append(PassAtK(k, value, len(eligible)))
+    return found
+
+
+def metrics_of(
+    state: RunState,
+    decisions: Decisions,
+    *,
+    count_failure_classes_as_zero: bool = False,
+    count_missing_rollouts_as_zero: bool = False,
+    correct_at: float = 1.0,
+) -> RewardMetrics:
+    """The figures from a state and its decisions (``status`` decides once)."""
+    found = _Sorted()
+    for (task, index), rollout in state.ordered_rollouts():
+        found.sort(
+            task,
+            rollout,
+            decisions[task, index],
+            failures_as_zero=count_failure_classes_as_zero,
+            missing_as_zero=count_missing_rollouts_as_zero,
+        )
+    values = [v for task in sorted(found.values) for v in found.values[task]]
+    n = len(values)
+    mean = math.fsum(values) / n if n else None
+    std = statistics.stdev(values) if n >= 2 else None
+    se = std / math.sqrt(n) if std is not None else None
+    interval = None
+    if mean is not None and se is not None:
+        half = t_quantile_975(n - 1) * se
+        interval = (mean - half, mean + half)
+    return RewardMetrics(
+        as_of_seq=state.as_of_seq,
+        expected=state.expected,
+        complete=found.scored + found.unscored,
+        scored=found.scored,
+        unscored=found.unscored,
+        omitted=found.omitted,
+        masked=found.masked,
+        failure_classes=found.failure_classes,
+        missing=found.missing,
+        other=found.other,
+        count_failure_classes_as_zero=count_failure_classes_as_zero,
+        count_missing_rollouts_as_zero=count_missing_rollouts_as_zero,
+        failure_classes_counted_as_zero=found.failure_zeros,
+        missing_counted_as_zero=found.missing_zeros,
+        n=n,
+        mean=mean,
+        std=std,
+        standard_error=se,
+        interval_95=interval,
+        minimum=min(values) if values else None,
+        maximum=max(values) if values else None,
+        median=statistics.median(values) if values else None,
+        per_task=tuple(
+            TaskMean(task, len(v), math.fsum(v) / len(v))
+            for task, v in sorted(found.values.items())
+        ),
+        correct_at=correct_at,
+        pass_at_k=tuple(_pass_at_k(found.values.values(), correct_at)),
+    )
+
+
+def reward_metrics(
+    ledger: Ledger,
+    state: RunState,
+    *,
+    count_failure_classes_as_zero: bool = False,
+    count_missing_rollouts_as_zero: bool = False,
+    correct_at: float = 1.0,
+    decisions: Decisions | None = None,
+) -> RewardMetrics:
+    """The reward figures of ``state``'s selected results (issue 16).
+
+    ``ledger`` is the run ``state`` was replayed from; the figures need no row
+    read (a decided score is the ``reward`` ``selected_results`` writes).
+    ``decisions`` may be passed when already decided.
+    """
+    del ledger  # the state holds what the figures read
+    decisions = decide_all(state) if decisions is None else decisions
+    return metrics_of(
+        state,
+        decisions,
+        count_failure_classes_as_zero=count_failure_classes_as_zero,
+        count_missing_rollouts_as_zero=count_missing_rollouts_as_zero,
+        correct_at=correct_at,
+    )
