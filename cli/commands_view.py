@@ -332,19 +332,14 @@ def report(out: Path | str, output: Path | None, no_verify: bool) -> None:
         state = projections.replay(led)
         decisions = projections.decide_all(state)
         verification = None if no_verify else projections.verify_run(led)
-        figures = getattr(projections, "reward_metrics", None)
-        metrics = (
-            None
-            if figures is None
-            else figures(led, state, decisions=decisions).to_dict()
-        )
+        metrics = projections.reward_metrics(led, state, decisions=decisions)
         context = projections.report_context(
             state,
             led.events(1),
             decisions,
             out=str(out),
             verification=verification,
-            metrics=metrics,
+            metrics=metrics.to_dict(),
         )
         sink.write(render_report(context).encode())
     if output is not None:

@@ -168,7 +168,7 @@ def _grid(
 ) -> tuple[dict[str, Any], set[tuple[int, int]]]:
     """The grid (cells, or per-task bands), and the rollouts given a trail."""
     if len(decisions) <= GRID_LIMIT:
-        rows = []
+        rows: list[dict[str, Any]] = []
         for task, by_rollout in state.rollouts.items():
             cells = []
             for index in by_rollout:
@@ -181,7 +181,8 @@ def _grid(
                     }
                 )
             rows.append({"task": task, "cells": cells})
-        return {"mode": "cells", "rows": rows}, set(decisions)
+        widest = max((len(row["cells"]) for row in rows), default=1)
+        return {"mode": "cells", "rows": rows, "widest": widest}, set(decisions)
     tasks = list(state.rollouts)
     size = -(-len(tasks) // BANDS)
     bands = []
@@ -303,7 +304,9 @@ def report_context(
                     kinds.items(), key=lambda item: (-item[1], item[0])
                 )
             ],
-            "sides": {s: sum(n for (_, s2), n in kinds.items() if s2 == s) for s in SIDES},
+            "sides": {
+                s: sum(n for (_, s2), n in kinds.items() if s2 == s) for s in SIDES
+            },
             "svg": failures_svg(trails.times),
         },
         "held": _held(out, decisions, cap),

@@ -113,7 +113,7 @@ def failures_svg(
     step = width / bins
     body = []
     for i, column in enumerate(columns):
-        y = height - axis
+        y = float(height - axis)
         for named in SIDES:
             n = column.get(named, 0)
             if not n:

@@ -141,7 +141,12 @@ class Trails:
             self.changes["drift"].append(at | {"text": f"settings changed: {keys}"})
         elif isinstance(body, ev.FailureBudgetReset):
             self.changes["resets"].append(
-                at | {"text": redact_secrets(f"failures so far stop counting{_reason(body.reason)}")}
+                at
+                | {
+                    "text": redact_secrets(
+                        f"failures so far stop counting{_reason(body.reason)}"
+                    )
+                }
             )
         elif isinstance(body, ev.PolicyChanged):
             parts = ", ".join(
