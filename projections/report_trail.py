@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 import msgspec
@@ -30,6 +31,35 @@ SIDE_NAMES = {"evaluation": "infrastructure", "model": "model", None: "unknown"}
 Key = tuple[int, int]
 
 
+@lru_cache(maxsize=4096)
+def _safe(text: str) -> str:
+    """``redact_secrets``, once per distinct actor, kind or reason (ID-13)."""
+    return redact_secrets(text)
+
+
+#: Events that name one attempt of one rollout, and the operator's changes.
+_KEYED = frozenset(
+    {
+        ev.AttemptReserved,
+        ev.ResultSaved,
+        ev.FailureSaved,
+        ev.OmissionSaved,
+        ev.RerunApproved,
+        ev.JudgeAdmitted,
+    }
+)
+_CHANGES = frozenset(
+    {
+        ev.DriftAccepted,
+        ev.FailureBudgetReset,
+        ev.PolicyChanged,
+        ev.AttemptsExtended,
+        ev.IdentityAdopted,
+        ev.IdentityOverridden,
+    }
+)
+
+
 def _score(value: float | None) -> str:
     return "none" if value is None else f"{value:g}"
 
@@ -39,7 +69,7 @@ def _json(value: Any) -> str:
 
 
 def _reason(text: str | None) -> str:
-    return f" ({text})" if text else ""
+    return f" ({_safe(text)})" if text else ""
 
 
 class Trails:
@@ -77,8 +107,8 @@ class Trails:
             {
                 "seq": event.seq,
                 "at": event.at,
-                "actor": redact_secrets(event.actor),
-                "text": redact_secrets(text),
+                "actor": _safe(event.actor),
+                "text": text,
             }
         )
 
@@ -94,8 +124,7 @@ class Trails:
                 result_class=facts.result_class,
             )
             named = SIDE_NAMES.get(where, "unknown")
-            kind = redact_secrets(facts.selected_kind or "unclassified")
-            self.kinds[kind, named] += 1
+            self.kinds[_safe(facts.selected_kind or "unclassified"), named] += 1
             self.times.append((event.at, named))
         elif isinstance(body, ev.JudgeAdmitted):
             self.admissions[body.admission_id] = (
@@ -103,11 +132,14 @@ class Trails:
                 body.rollout,
                 body.attempt,
             )
-        self._keyed(event)
-        self._change(event)
+        of = type(body)
+        if of in _KEYED or of is ev.JudgeOutcomeSaved:
+            self._keyed(event)
+        elif of in _CHANGES:
+            self._change(event)
 
     def _keyed(self, event: ev.StoredEvent) -> None:
-        body = event.body
+        body: Any = event.body
         if isinstance(body, ev.JudgeOutcomeSaved):
             found = self.admissions.get(body.admission_id)
             if found is None or found[:2] not in self.keys:
@@ -115,19 +147,11 @@ class Trails:
             text = (
                 f"judged again: graded, reward {_score(body.reward)}"
                 if body.outcome == "graded"
-                else f"judged again: failed ({body.failure_kind or 'unclassified'})"
+                else f"judged again: failed ({_safe(body.failure_kind or '?')})"
             )
             self._note(event, found[:2], found[2], text)
             return
-        if not isinstance(
-            body,
-            ev.AttemptReserved
-            | ev.ResultSaved
-            | ev.FailureSaved
-            | ev.OmissionSaved
-            | ev.RerunApproved
-            | ev.JudgeAdmitted,
-        ):
+        if type(body) not in _KEYED:
             return
         key = (body.task, body.rollout)
         if key in self.keys:
@@ -135,7 +159,9 @@ class Trails:
 
     def _change(self, event: ev.StoredEvent) -> None:
         body = event.body
-        at = {"seq": event.seq, "at": event.at, "actor": redact_secrets(event.actor)}
+        if type(body) not in _CHANGES:
+            return
+        at = {"seq": event.seq, "at": event.at, "actor": _safe(event.actor)}
         if isinstance(body, ev.DriftAccepted):
             keys = ", ".join(body.operational_keys) or "none"
             self.changes["drift"].append(at | {"text": f"settings changed: {keys}"})
@@ -205,7 +231,7 @@ def _outcome_text(body: Any) -> str:
         facts = body.facts
         terminal = ", final" if facts.terminal else ""
         return (
-            f"failure saved: {facts.selected_kind or 'unclassified'}{terminal} "
+            f"failure saved: {_safe(facts.selected_kind or 'unclassified')}{terminal} "
             f"(failures file line {body.sidecar_line + 1})"
         )
     if isinstance(body, ev.OmissionSaved):
