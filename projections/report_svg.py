@@ -14,6 +14,7 @@ from typing import Any
 
 __all__ = [
     "COLORS",
+    "PER_TASK_TABLE",
     "SIDES",
     "SIDE_COLORS",
     "bands_svg",
@@ -34,12 +35,21 @@ COLORS = {
 }
 SIDES = ("model", "infrastructure", "unknown")
 SIDE_COLORS = {"model": "#8e44ad", "infrastructure": "#e67e22", "unknown": "#7f8c8d"}
+#: Up to this many tasks, the per-task means are a table, not a histogram.
+PER_TASK_TABLE = 20
 _FONT = 'font-family="sans-serif" font-size="11"'
 
 
-def _svg(width: int, height: int, body: list[str], label: str) -> str:
+def _svg(
+    width: int, height: int, body: list[str], label: str, *, stretch: bool = False
+) -> str:
+    size = (
+        f'width="100%" height="{height}" preserveAspectRatio="none"'
+        if stretch
+        else f'width="{width}" height="{height}"'
+    )
     return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" {size} '
         f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(label)}">'
         + "".join(body)
         + "</svg>"
@@ -61,7 +71,7 @@ def coverage_svg(counts: Mapping[str, int], width: int = 640) -> str:
             f"<title>{escape(value)}: {n}</title></rect>"
         )
         x += w
-    return _svg(width, 22, body, "rollouts by decision")
+    return _svg(width, 22, body, "rollouts by decision", stretch=True)
 
 
 def bands_svg(bands: Sequence[Mapping[str, Any]], width: int = 640) -> str:
@@ -86,7 +96,7 @@ def bands_svg(bands: Sequence[Mapping[str, Any]], width: int = 640) -> str:
         body.append(
             f"<title>tasks {band['first']} to {band['last']}</title>" if i == 0 else ""
         )
-    return _svg(width, height, body, "tasks in bands, by decision")
+    return _svg(width, height, body, "tasks in bands, by decision", stretch=True)
 
 
 def _when(at: str) -> float:
@@ -140,7 +150,7 @@ def per_task_svg(metrics: Mapping[str, Any] | None, width: int = 640) -> str:
     if not metrics:
         return ""
     means = [t["mean"] for t in metrics.get("per_task", {}).get("tasks", [])]
-    if not means:
+    if len(means) <= PER_TASK_TABLE:  # a table shows them (the template)
         return ""
     low, high = min(means), max(means)
     span = (high - low) or 1.0
