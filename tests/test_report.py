@@ -54,7 +54,9 @@ def test_rec41_coverage_rows_count_each_decision(demo: tuple[Path, str]) -> None
     found = json.loads(invoke("status", str(out), "--json").output)
     for value, count in found["coverage"]["decisions"].items():
         row = re.search(
-            rf'data-testid="coverage-{value}">.*?<td class="n">(\d+)</td>', page, re.S
+            rf'data-testid="coverage-{value}"[^>]*>.*?<td class="n">(\d+)</td>',
+            page,
+            re.S,
         )
         assert row is not None, value
         assert int(row.group(1)) == count
@@ -152,3 +154,32 @@ def test_cli16_report_help_has_an_example_and_no_rule_id() -> None:
     text = invoke("report", "--help").output
     assert "Example:" in text
     assert not RULE_ID.search(text)
+
+
+@pytest.mark.parametrize(
+    ("prefix", "value", "command"),
+    [
+        ("a12", "terminal", "history"),
+        ("f08", "exhausted", "extend-attempts"),
+    ],
+)
+def test_rec40_headline_names_the_command_for_what_remains(
+    tmp_path: Path, prefix: str, value: str, command: str
+) -> None:
+    """REC-40: what remains, counted, with the command that moves it."""
+    from tests.nemo_gym_070 import imported
+
+    out = imported(prefix, tmp_path)
+    page = report_of(out, tmp_path / "report.html")
+    with open_run(out) as led:
+        state = replay(led)
+    assert decide(state, 0, 0).value == value
+    assert int(text_of(page, "remaining")) == 1
+    printed = re.findall(rf'<span class="cmd">(rollout-ledger {command} [^<]*)', page)
+    assert len(printed) == 1
+    words = shlex.split(printed[0].replace("&lt;why&gt;", "checked"))
+    assert words[2] == str(out)
+    if command == "history":  # it reads only: run it as printed
+        assert "decision: terminal" in invoke(*words[1:]).output
+    else:
+        assert words[3] == str(state.extension + 1)
