@@ -201,6 +201,8 @@ def _grid(
     grid = {
         "mode": "bands",
         "tasks": len(tasks),
+        "first_task": tasks[0],
+        "last_task": tasks[-1],
         "band_size": size,
         "svg": bands_svg(bands),
         "unfinished": len(unfinished),
