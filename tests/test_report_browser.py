@@ -95,6 +95,12 @@ def test_report_opens_from_disk_and_no_request_leaves(
     )
     assert names[0].startswith("file:")
     assert all(name.split(":", 1)[0] in ("file", "data") for name in names), names
+    # The page's own policy would block a request silently: nothing asks for one.
+    asking = browser.execute_script(
+        "return document.querySelectorAll('[src], [href], link, iframe, object,"
+        " embed, img, script[src]').length"
+    )
+    assert asking == 0
     assert browser.find_element(By.TAG_NAME, "svg").is_displayed()
 
 
