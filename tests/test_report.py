@@ -183,3 +183,14 @@ def test_rec40_headline_names_the_command_for_what_remains(
         assert "decision: terminal" in invoke(*words[1:]).output
     else:
         assert words[3] == str(state.extension + 1)
+
+
+def test_ev2_report_without_the_check_says_so_and_keeps_the_head(
+    demo: tuple[Path, str], tmp_path: Path
+) -> None:
+    out, _ = demo
+    page = report_of(out, tmp_path / "report.html", "--no-verify")
+    seq, head = invoke("head", str(out)).output.split()
+    assert (text_of(page, "seq"), text_of(page, "head")) == (seq, head)
+    assert "Not checked for this report." in page
+    assert 'data-testid="verdict"' not in page
