@@ -38,7 +38,7 @@ from projections.report_svg import (
 )
 from projections.report_trail import Trails
 from projections.state import RunState
-from projections.words import GLOSSARY, describe_decision
+from projections.words import GLOSSARY, describe_decision, describe_kind
 
 __all__ = ["GRID_LIMIT", "TRAIL_LIMIT", "report_context"]
 
@@ -298,6 +298,7 @@ def report_context(
             "kinds": [
                 {
                     "kind": kind,
+                    "words": describe_kind(kind),
                     "side": side_,
                     "count": n,
                     "unfinished": cover.failure_kinds.get(kind, 0),
