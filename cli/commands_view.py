@@ -311,7 +311,15 @@ def head(out: Path) -> None:
 @out_argument
 @click.option("-o", "--output", type=_OUTPUT, help="Write to FILE, not stdout.")
 @click.option("--no-verify", is_flag=True, help="Skip the integrity check.")
-def report(out: Path | str, output: Path | None, no_verify: bool) -> None:
+@click.option(
+    "--serve",
+    "port",
+    type=click.IntRange(0, 65535),
+    help="Serve the page on 127.0.0.1:PORT instead, made afresh on each load.",
+)
+def report(
+    out: Path | str, output: Path | None, no_verify: bool, port: int | None
+) -> None:
     """Write the run as one HTML page that opens from disk, offline.
 
     The page shows how many rollouts are complete and the command that moves
@@ -319,30 +327,22 @@ def report(out: Path | str, output: Path | None, no_verify: bool) -> None:
     a sentence), a grid of tasks by rollouts whose squares open each rollout's
     attempts, failures by kind and side over time, held rollouts with the
     approve command, the changes made during the run, and the integrity check
-    with the head hash. A large run is shown in bands of tasks.
+    with the head hash. A large run is shown in bands of tasks. With --serve
+    the page is served on this machine only, until interrupted.
 
     \b
     Example:
       rollout-ledger report results/rollouts.jsonl -o report.html
     """
-    import projections
-    from cli.report_html import render_report
+    from cli.report_html import build_page, serve_report
 
-    # With the check, each event is not checked again as read: verify's full
-    # chain check names what does not hold, in the page, as ``verify`` does.
-    with reader(out, check_head=no_verify) as led, _sink(out, output) as sink:
-        state = projections.replay(led)
-        decisions = projections.decide_all(state)
-        verification = None if no_verify else projections.verify_run(led)
-        metrics = projections.reward_metrics(led, state, decisions=decisions)
-        context = projections.report_context(
-            state,
-            led.events(1),
-            decisions,
-            out=str(out),
-            verification=verification,
-            metrics=metrics.to_dict(),
-        )
-        sink.write(render_report(context).encode())
+    if port is not None:
+        if output is not None:
+            raise click.UsageError("give -o FILE or --serve PORT, not both")
+        serve_report(lambda: build_page(out, verify=not no_verify)[0], port)
+        return
+    with _sink(out, output) as sink:
+        page, expected = build_page(out, verify=not no_verify)
+        sink.write(page.encode())
     if output is not None:
-        click.echo(f"wrote the report of {state.expected} rollouts to {output}")
+        click.echo(f"wrote the report of {expected} rollouts to {output}")

@@ -4,14 +4,21 @@ The template (``cli/templates/report.html.j2``, package data) holds the page:
 inline CSS, inline SVG charts made by ``projections``, the audit trails as one
 JSON block and a few lines of inline script that open them. Nothing loads
 from the network: the page's own Content-Security-Policy forbids it.
+``serve_report`` serves the page on 127.0.0.1, made afresh on each load.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
-__all__ = ["render_report"]
+import click
+
+from cli.common import reader
+
+__all__ = ["build_page", "render_report", "serve_report"]
 
 
 def render_report(context: Mapping[str, Any]) -> str:
@@ -30,3 +37,62 @@ def render_report(context: Mapping[str, Any]) -> str:
     trails = msgspec.json.encode(context["trails"]).decode().replace("</", "<\\/")
     page = env.get_template("report.html.j2").render(**context, trails_json=trails)
     return page
+
+
+def build_page(out: Path | str, *, verify: bool = True) -> tuple[str, int]:
+    """The report page of the run at ``out``, and how many rollouts it has.
+
+    With ``verify``, each event is not checked again as read: verify's full
+    chain check names what does not hold, in the page, as ``verify`` does.
+    """
+    import projections
+
+    with reader(out, check_head=not verify) as led:
+        state = projections.replay(led)
+        decisions = projections.decide_all(state)
+        verification = projections.verify_run(led) if verify else None
+        metrics = projections.reward_metrics(led, state, decisions=decisions)
+        context = projections.report_context(
+            state,
+            led.events(1),
+            decisions,
+            out=str(out),
+            verification=verification,
+            metrics=metrics.to_dict(),
+        )
+    return render_report(context), state.expected
+
+
+def serve_report(page: Callable[[], str], port: int) -> None:
+    """Serve ``page()`` at http://127.0.0.1:PORT/ until interrupted (^C)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path not in ("/", "/index.html"):
+                self.send_error(404)
+                return
+            import ledger
+
+            try:
+                body = page().encode()
+            except ledger.LedgerError as exc:  # the run cannot be read now
+                self.send_error(503, explain=ledger.redact_secrets(str(exc)))
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # one line per load would bury the address
+
+    with ThreadingHTTPServer(("127.0.0.1", port), Handler) as server:
+        click.echo(
+            f"serving the report at http://127.0.0.1:{server.server_port}/ "
+            "(made afresh on each load; ^C stops)",
+            err=True,
+        )
+        with contextlib.suppress(KeyboardInterrupt):
+            server.serve_forever()

@@ -12,6 +12,11 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -194,3 +199,40 @@ def test_ev2_report_without_the_check_says_so_and_keeps_the_head(
     assert (text_of(page, "seq"), text_of(page, "head")) == (seq, head)
     assert "Not checked for this report." in page
     assert 'data-testid="verdict"' not in page
+
+
+def test_cli6_report_serve_serves_the_page_made_afresh(demo: tuple[Path, str]) -> None:
+    """--serve: the same page over 127.0.0.1, from a second process."""
+    out, _ = demo
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from cli import main; main()",
+            "report",
+            str(out),
+            "--serve",
+            "0",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stderr is not None
+        line = server.stderr.readline()
+        address = re.search(r"http://127\.0\.0\.1:\d+/", line)
+        assert address is not None, line
+        with urllib.request.urlopen(address.group(0), timeout=60) as response:
+            page = response.read().decode()
+        found = json.loads(invoke("status", str(out), "--json").output)
+        assert (
+            int(text_of(page, "complete")) == found["coverage"]["decisions"]["complete"]
+        )
+        with pytest.raises(urllib.error.HTTPError, match="404") as refused:
+            urllib.request.urlopen(address.group(0) + "elsewhere", timeout=60)
+        refused.value.close()
+    finally:
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=30) == 0
+        assert server.stderr is not None
+        server.stderr.close()
