@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from cli.common import echo_json, option_file, out_argument, quiet_option, run_clock
+from cli.common import (
+    echo_json,
+    json_option,
+    option_file,
+    out_argument,
+    quiet_option,
+    run_clock,
+)
+from cli.render import plural
 
 if TYPE_CHECKING:
     from projections import ImportResult, StoreImport
@@ -50,10 +58,10 @@ __all__ = ["import_"]
     "source",
     type=click.Path(dir_okay=False, path_type=Path),
     help="Load this file-based run (OUT of its folder) into the run on "
-    "PostgreSQL that OUT names (SC-2); a run saved without a ledger is "
+    "PostgreSQL that OUT names; a run saved without a ledger is "
     "imported beside its files first.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@json_option
 @quiet_option
 def import_(
     out: Path | str,
@@ -64,14 +72,14 @@ def import_(
     as_json: bool,
     quiet: bool,
 ) -> None:
-    """Import a run an older collector saved without a ledger (REC-70).
+    """Import a run an older collector saved without a ledger.
 
     Reads OUT's materialized inputs, its failures sidecar and OUT itself, and
     writes OUT's ledger folder. A line that is not a row of this run refuses
     the import (listed with its file and line) unless --skip-rejected is given.
     A NeMo Gym <stem>_manifest.json beside the run keeps its run id and
     digest. The collector files are never modified. The first resume of an
-    imported run needs --allow-unsafe (REC-57).
+    imported run needs --allow-unsafe (its configuration was never recorded).
 
     On a run that has a ledger already, import adopts the rows a collector
     appended to OUT or its sidecar without the ledger (NeMo Gym's own
@@ -81,13 +89,15 @@ def import_(
 
     With --from, OUT is a run URL (postgresql://USER@HOST:PORT/DB?run=NAME)
     and the file-based run at --from is loaded into it: the same events and
-    hashes, each row stored with its event (SC-2, SC-5).
+    hashes, each row stored with its event.
 
     \b
     Example:
       rollout-ledger import results/rollouts.jsonl --inputs rows.jsonl --dry-run
       rollout-ledger import 'postgresql://me@db:5432/runs?run=eval1' \\
           --from results/rollouts.jsonl
+    \f
+    Rules: CLI-3, REC-70..REC-74, REC-57, REC-86, SC-2, SC-5.
     """
     import ledger
     import projections
@@ -107,7 +117,10 @@ def import_(
             clock=run_clock(),
             progress_bar=lambda: _progress_bar(quiet=quiet),
         )
-        click.echo(_store_text(loaded))
+        if as_json:
+            echo_json(_store_document(loaded))
+        else:
+            click.echo(_store_text(loaded))
         return
     if isinstance(out, str):
         raise ledger.ConfigError(
@@ -134,15 +147,30 @@ def _store_text(loaded: StoreImport) -> str:
         lines.append(f"would then load it into {loaded.url}")
     elif loaded.dry_run:
         lines.append(
-            f"would load {loaded.seq} events (head {loaded.head.hex()}) into "
-            f"{loaded.url}"
+            f"would load {plural(loaded.seq or 0, 'event')} (head "
+            f"{loaded.head.hex()}) into {loaded.url}"
         )
     else:
         lines.append(
-            f"loaded {loaded.source} into {loaded.url}: {loaded.seq} events, head "
-            f"{loaded.head.hex()}"
+            f"loaded {loaded.source} into {loaded.url}: "
+            f"{plural(loaded.seq or 0, 'event')}, head {loaded.head.hex()}"
         )
     return "\n".join(lines)
+
+
+def _store_document(loaded: StoreImport) -> dict[str, Any]:
+    """``import --from --json``: the import beside the files (if any), the load."""
+    from ledger import redact_secrets
+
+    imported = None if loaded.imported is None else _document(loaded.imported)
+    return {
+        "source": str(loaded.source),
+        "url": redact_secrets(loaded.url),  # ID-13: never a password
+        "dry_run": loaded.dry_run,
+        "imported": imported,
+        "seq": loaded.seq,
+        "head": None if loaded.head is None else loaded.head.hex(),
+    }
 
 
 @contextmanager
@@ -235,7 +263,8 @@ def _text(result: ImportResult) -> str:
     verb = "would record" if report.dry_run else "recorded"
     lines = [
         f"{'Dry run, nothing written: ' if report.dry_run else ''}import of "
-        f"{report.out} {verb} {len(report.events)} events in {report.ledger_dir} "
+        f"{report.out} {verb} {plural(len(report.events), 'event')} in "
+        f"{report.ledger_dir} "
         f"(run {report.run_id})",
         "events: " + ", ".join(f"{k} {n}" for k, n in _kinds(result).items()),
         f"rows read: {report.rows_read}, imported: {report.rows_imported}, "
@@ -249,7 +278,7 @@ def _text(result: ImportResult) -> str:
 
 
 def _coverage_lines(cover: dict[str, Any]) -> list[str]:
-    lines = [f"coverage: {cover['expected']} rollouts"]
+    lines = [f"coverage: {plural(cover['expected'], 'rollout')}"]
     for value, count in cover["decisions"].items():
         if count:
             lines.append(f"  {value}: {count}{_counts(cover.get(value, {}))}")

@@ -3,24 +3,30 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from cli.common import (
     config_options,
     count,
+    dry_run_option,
+    echo_json,
+    json_option,
     load_config,
     load_global_config,
     option_file,
     out_argument,
+    output_option,
     reader,
     run_clock,
     writer,
 )
+from cli.progress import working
+from cli.render import plural
 
 if TYPE_CHECKING:
-    from projections import Plan
+    from projections import Plan, Resume
 
 __all__ = ["create", "record", "resume"]
 
@@ -49,6 +55,8 @@ _FILE = option_file
     show_default=True,
     help="SQLite journal mode; delete where WAL is unsafe (see doctor).",
 )
+@dry_run_option
+@json_option
 def create(
     out: Path,
     inputs: Path,
@@ -58,8 +66,10 @@ def create(
     max_attempts: int | None,
     policy: Path | None,
     journal_mode: str,
+    dry_run: bool,
+    as_json: bool,
 ) -> None:
-    """Start a run: materialize the inputs, create the ledger (CLI-2).
+    """Start a run: materialize the inputs, create the ledger.
 
     Takes the run lock, copies the input rows (each with its task and rollout
     index) to the materialized inputs, records run_created with the manifest,
@@ -73,7 +83,11 @@ def create(
     Example:
       rollout-ledger create results/rollouts.jsonl --inputs rows.jsonl \\
           --config collection.yaml --global-config servers.yaml
+    \f
+    Rules: CLI-2.
     """
+    import msgspec
+
     import projections
 
     collection = load_config(config)
@@ -88,14 +102,25 @@ def create(
         policy_file=policy,
         journal_mode=journal_mode,
         clock=run_clock(),
-    )
-    click.echo(
-        f"created run {created.run_id}: {created.rollouts} rollouts of "
-        f"{created.tasks} tasks, cap {created.cap}, config "
-        f"{created.config_digest[:12]}, journal {created.journal_mode}"
+        dry_run=dry_run,
     )
     servers_args = "".join(f" --global-config {path}" for path in global_configs)
-    click.echo(f"next: rollout-ledger resume {out} --config {config}{servers_args}")
+    next_command = f"rollout-ledger resume {out} --config {config}{servers_args}"
+    if as_json:
+        echo_json(
+            msgspec.to_builtins(created) | {"out": str(out), "next": next_command}
+        )
+        return
+    head = "would create a run of" if dry_run else f"created run {created.run_id}:"
+    click.echo(
+        f"{head} {plural(created.rollouts, 'rollout')} of "
+        f"{plural(created.tasks, 'task')}, cap {created.cap}, config "
+        f"{created.config_digest[:12]}, journal {created.journal_mode}"
+    )
+    if dry_run:
+        click.echo("dry run: nothing was written")
+        return
+    click.echo(f"next: {next_command}")
 
 
 def _plan_lines(plan: Plan) -> list[str]:
@@ -107,6 +132,30 @@ def _plan_lines(plan: Plan) -> list[str]:
     ]
 
 
+def _resume_document(
+    found: Resume, *, plan_out: Path | None, dry_run: bool
+) -> dict[str, Any]:
+    verdict, plan = found.verdict, found.plan
+    drift = verdict.drift
+    return {
+        "dry_run": dry_run,
+        "gate": {
+            "adopted": verdict.adopted,
+            "overridden": verdict.overridden,
+            "operational_drift": [] if drift is None else list(drift.operational),
+            "semantic_drift": [] if drift is None else list(drift.semantic),
+            "warnings": list(verdict.warnings),
+        },
+        "plan": {
+            "dispatch": len(plan.dispatch),
+            "rejudge": len(plan.rejudge),
+            "held": len(plan.held),
+            "counts": plan.counts,
+        },
+        "output": None if plan_out is None else str(plan_out),
+    }
+
+
 @click.command()
 @out_argument
 @config_options
@@ -115,7 +164,7 @@ def _plan_lines(plan: Plan) -> list[str]:
     "--extend-attempts",
     type=count(0),
     default=0,
-    help="Total extra attempts per rollout; recorded only when it grows (REC-11).",
+    help="Total extra attempts per rollout; recorded only when it grows.",
 )
 @click.option(
     "--rerun-masked-without-artifact",
@@ -126,17 +175,17 @@ def _plan_lines(plan: Plan) -> list[str]:
 @click.option(
     "--retry-terminal-timeouts/--no-retry-terminal-timeouts",
     default=None,
-    help="Record the policy opt-in for stamped-terminal timeouts (REC-15).",
+    help="Record the policy opt-in to retry timeouts the agent marked final.",
 )
 @click.option("--allow-unsafe", is_flag=True, help="Proceed across a refusal.")
 @click.option("--longest-first", is_flag=True, help="Dispatch longest rollouts first.")
 @click.option("--reason", help="Why, recorded with the operator events.")
 @click.option("--dry-run", is_flag=True, help="Print the verdict and plan only.")
-@click.option(
-    "--plan-out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the released plan as JSONL for a collector without the API.",
+@output_option(
+    "Write the released plan as JSONL for a collector without the API.",
+    aliases=("--plan-out",),
 )
+@json_option
 def resume(
     out: Path,
     config: Path,
@@ -149,12 +198,13 @@ def resume(
     longest_first: bool,
     reason: str | None,
     dry_run: bool,
-    plan_out: Path | None,
+    output: Path | None,
+    as_json: bool,
 ) -> None:
-    """Replay, check the gate and release the plan (CLI-4).
+    """Replay, check the configuration and release the plan.
 
     Prints the gate's verdict, then the plan's counts. A refusal names every
-    semantic key with its saved and current values (exit 3). --plan-out writes
+    semantic key with its saved and current values (exit 3). -o writes
     the rows to dispatch, then {"rejudge": {...}} lines, for a collector that
     records its outcomes with `rollout-ledger record`. --dry-run writes nothing.
     Rows a collector appended without the ledger (NeMo Gym's own --resume, say)
@@ -163,16 +213,20 @@ def resume(
     \b
     Example:
       rollout-ledger resume results/rollouts.jsonl --config collection.yaml \\
-          --global-config servers.yaml --plan-out plan.jsonl
+          --global-config servers.yaml -o plan.jsonl
+    \f
+    Rules: CLI-4, REC-11, REC-15, REC-53..REC-57.
     """
     import projections
     from cli.render import verdict_lines
 
+    plan_out = output
     if dry_run and plan_out is not None:
-        raise click.UsageError("--plan-out releases a plan; --dry-run writes nothing")
+        raise click.UsageError("-o releases a plan; --dry-run writes nothing")
     collection = load_config(config)
     servers = load_global_config(global_configs)
-    with reader(out) if dry_run else writer(out) as led:
+    opened = reader(out) if dry_run else writer(out)
+    with working("resuming"), opened as led:
         found = projections.resume_with_plan_file(
             led,
             collection,
@@ -187,6 +241,9 @@ def resume(
             reason=reason,
             dry_run=dry_run,
         )
+    if as_json:
+        echo_json(_resume_document(found, plan_out=plan_out, dry_run=dry_run))
+        return
     for line in verdict_lines(found.verdict) + _plan_lines(found.plan):
         click.echo(line)
     if plan_out is not None:
@@ -196,18 +253,20 @@ def resume(
 
 
 _RECORDED = {
-    "result_saved": "results",
-    "failure_saved": "failures",
-    "omission_saved": "omissions",
-    "judge_outcome_saved": "re-judgments",
+    "result_saved": "result",
+    "failure_saved": "failure",
+    "omission_saved": "omission",
+    "judge_outcome_saved": "re-judgment",
 }
 
 
 @click.command()
 @out_argument
 @click.argument("rows_file", metavar="ROWS.jsonl", type=_FILE)
-def record(out: Path, rows_file: Path) -> None:
-    """Record the outcome rows of a plan file's collector (CLI-5).
+@dry_run_option
+@json_option
+def record(out: Path, rows_file: Path, dry_run: bool, as_json: bool) -> None:
+    """Record the outcome rows of a plan file's collector.
 
     Each row names a released attempt of this run (reserved, then recorded)
     or carries _ng_rejudgment: {task, rollout, attempt} of a released
@@ -218,15 +277,34 @@ def record(out: Path, rows_file: Path) -> None:
     \b
     Example:
       rollout-ledger record results/rollouts.jsonl outcomes.jsonl
+    \f
+    Rules: CLI-5.
     """
     import projections
 
-    recorded = projections.record_outcomes(out, rows_file, clock=run_clock())
-    counts = recorded.counts
-    parts = [f"{counts.get(kind, 0)} {name}" for kind, name in _RECORDED.items()]
-    skipped = counts.get("already_recorded", 0)
-    click.echo(
-        f"recorded {recorded.rows - skipped} rows: {', '.join(parts)} "
-        f"({counts.get('attempt_reserved', 0)} attempts reserved)"
-        + (f"; {skipped} rows were recorded already, skipped" if skipped else "")
+    recorded = projections.record_outcomes(
+        out, rows_file, clock=run_clock(), dry_run=dry_run
     )
+    counts = recorded.counts
+    parts = [plural(counts.get(kind, 0), name) for kind, name in _RECORDED.items()]
+    skipped = counts.get("already_recorded", 0)
+    if as_json:
+        events = {k: n for k, n in counts.items() if k != "already_recorded"}
+        rows = {"read": recorded.rows, "recorded": recorded.rows - skipped}
+        document = {"rows": rows | {"skipped": skipped}, "events": events}
+        echo_json(document | {"dry_run": dry_run})
+        return
+    were = "was" if skipped == 1 else "were"
+    click.echo(
+        f"{'would record' if dry_run else 'recorded'} "
+        f"{plural(recorded.rows - skipped, 'row')}: {', '.join(parts)} "
+        f"({plural(counts.get('attempt_reserved', 0), 'attempt')} "
+        f"{'to reserve' if dry_run else 'reserved'})"
+        + (
+            f"; {plural(skipped, 'row')} {were} recorded already, skipped"
+            if skipped
+            else ""
+        )
+    )
+    if dry_run:
+        click.echo("dry run: nothing was recorded")

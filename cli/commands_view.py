@@ -6,8 +6,10 @@ Each opens the run read-only and never writes (EV-12), except ``status
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,12 +18,22 @@ import click
 from cli.common import (
     count,
     echo_json,
+    json_option,
     out_argument,
+    output_option,
     progress,
     quiet_option,
     reader,
     writer,
 )
+from cli.figures import (
+    counting_options,
+    keep_collector_metrics,
+    metrics_json,
+    metrics_text,
+)
+from cli.progress import working
+from cli.render import plural
 
 if TYPE_CHECKING:
     from projections import RunStatus
@@ -31,27 +43,59 @@ __all__ = ["check", "export", "head", "history", "report", "results", "status"]
 _OUTPUT = click.Path(dir_okay=False, writable=True, path_type=Path)
 
 
-@contextmanager
-def _sink(out: Path | str, path: Path | None) -> Iterator[Any]:
-    """``path`` opened to replace it atomically when closed; else binary stdout.
+def _written(as_json: bool, output: Path | None, document: dict[str, Any]) -> None:
+    """After writing ``output``: ``document`` with ``--json``, else one line."""
+    if as_json:
+        echo_json(document)
+    elif output is not None:
+        noun = "row" if "rows" in document else "event"
+        click.echo(f"wrote {plural(document[noun + 's'], noun)} to {output}")
 
-    ``path`` is checked first: never a file of the run, nor in its ledger folder.
+
+def _json_needs_output(as_json: bool, output: Path | None) -> None:
+    """The rows go to stdout without -o; a --json summary needs them elsewhere."""
+    if as_json and output is None:
+        raise click.UsageError(
+            "--json prints a summary of what was written: give -o FILE for the rows"
+        )
+
+
+@contextmanager
+def _sink(out: Path | str, path: Path | None, option: str = "-o") -> Iterator[Any]:
+    """``path`` written through a temporary file that replaces it; else stdout.
+
+    ``path`` is checked first: never a file of the run, nor in its ledger
+    folder. It is replaced only when everything was written: after an error
+    (a row that changed, a full disk) it is left as it was.
     """
     import ledger
 
-    ledger.check_outputs(out, {"-o": path})
+    ledger.check_outputs(out, {option: path})
+    if path is None:
+        with click.open_file("-", "wb") as stdout:
+            yield stdout
+        return
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.partial")
     try:
-        handle = click.open_file("-" if path is None else str(path), "wb", atomic=True)
+        handle = open(temporary, "wb")  # noqa: SIM115  # closed below
     except OSError as exc:  # -o nosuchdir/x, a name too long, no permission
         raise ledger.ConfigError(
-            f"cannot write -o {path}: {exc.strerror or exc}", key="output", path=path
+            f"cannot write {option} {path}: {exc.strerror or exc}",
+            key="output" if option == "-o" else option.lstrip("-"),
+            path=path,
         ) from None
     try:
-        with handle:
-            yield handle
+        try:
+            with handle:
+                yield handle
+            os.replace(temporary, path)
+        except BaseException:
+            with suppress(OSError):
+                temporary.unlink()
+            raise
     except OSError as exc:  # the disk filled while writing or renaming
         raise ledger.StorageError(
-            f"writing {path or 'stdout'} failed: {exc.strerror or exc}", path=path
+            f"writing {path} failed: {exc.strerror or exc}", path=path
         ) from exc
 
 
@@ -64,64 +108,117 @@ def _held(status: RunStatus) -> list[dict[str, Any]]:
     ]
 
 
+def status_document(
+    found: RunStatus, *, publish: bool = False, dry_run: bool = False
+) -> dict[str, Any]:
+    """``status --json`` (docs/json.md): built here only, text and JSON alike."""
+    from cli.render import run_summary
+
+    published = {"dry_run": dry_run, "files": list(found.stale)}
+
+    return {
+        "run": run_summary(found.state),
+        "coverage": found.coverage.to_dict(),
+        "held": _held(found),
+        "pending_repairs": [
+            {"file": r.file, "line": r.line, "what": r.what}
+            for r in found.pending_repairs
+        ],
+        "waiting": [
+            {"file": w.file, "rows": w.rows, "first_line": w.first_line}
+            for w in found.waiting
+        ],
+        "publish": published if publish else None,
+        "metrics": metrics_json(found),
+    }
+
+
 @click.command()
 @out_argument
-@click.option("--json", "as_json", is_flag=True, help="One JSON document instead.")
+@json_option
 @click.option("--publish", is_flag=True, help="Take the lock and rewrite the files.")
-def status(out: Path, as_json: bool, publish: bool) -> None:
-    """Show the run's manifest summary and coverage (CLI-6).
+@counting_options
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="With --publish: name the files it would rewrite; write nothing.",
+)
+def status(
+    out: Path,
+    as_json: bool,
+    publish: bool,
+    failures_as_zero: bool,
+    missing_as_zero: bool,
+    dry_run: bool,
+) -> None:
+    """Show the run's manifest summary and coverage.
 
-    The coverage of REC-41 as a table, the manifest summary (run id, digests,
-    cap and extension, policy, drift and overrides), held rollouts with reasons
-    and kinds, pending repairs, and rows waiting to be adopted (appended without
-    the ledger, by NeMo Gym's own --resume, say). --publish takes the run lock
-    and rewrites the published files from the log.
+    First how many rollouts are complete and the reward figures of the
+    selected results (mean, standard error, 95% interval, pass@k); then the
+    coverage (each decision and its reasons) as a table, the manifest
+    summary (run id, digests, cap and extension, policy, drift and overrides),
+    held rollouts with reasons and kinds, pending repairs, and rows waiting to
+    be adopted (appended without the ledger, by NeMo Gym's own --resume, say).
+    --publish takes the run lock and rewrites the published files from the
+    log. Each decision, reason and term is explained in docs/glossary.md.
 
     \b
     Example:
       rollout-ledger status results/rollouts.jsonl --json
+    \f
+    Rules: CLI-6, REC-41.
     """
     import projections
-    from cli.render import coverage_lines, decision_line, run_lines, run_summary
+    from cli.render import coverage_lines, decision_line, run_lines
 
-    with writer(out) if publish else reader(out) as led:
-        found = projections.status(led, publish=publish)
-    summary = run_summary(found.state)
-    cover = found.coverage.to_dict()
-    held = _held(found)
-    repairs = [
-        {"file": r.file, "line": r.line, "what": r.what} for r in found.pending_repairs
-    ]
-    if as_json:
-        echo_json(
-            {
-                "run": summary,
-                "coverage": cover,
-                "held": held,
-                "pending_repairs": repairs,
-                "waiting": [
-                    {"file": w.file, "rows": w.rows, "first_line": w.first_line}
-                    for w in found.waiting
-                ],
-            }
+    if dry_run and not publish:
+        raise click.UsageError("--dry-run previews --publish; give both")
+    opened = writer(out) if publish and not dry_run else reader(out)
+    with working("reading the run"), opened as led:
+        found = projections.status(
+            led,
+            publish=publish,
+            dry_run=dry_run,
+            count_failure_classes_as_zero=failures_as_zero,
+            count_missing_rollouts_as_zero=missing_as_zero,
         )
+    for row in found.changed:  # R-7: on stderr, --json too
+        click.echo(
+            f"rollout-ledger: warning: {row}; run `rollout-ledger verify`", err=True
+        )
+    document = status_document(found, publish=publish, dry_run=dry_run)
+    if as_json:
+        echo_json(document)
         return
-    lines = run_lines(summary) + coverage_lines(cover)
+    held, repairs = document["held"], document["pending_repairs"]
+    lines = metrics_text(found)
+    lines += run_lines(document["run"]) + coverage_lines(document["coverage"])
     lines += [f"held ({len(held)}):"] if held else []
-    lines += ["  " + decision_line(h.task, h.rollout, h.decision) for h in found.held]
+    lines += [
+        "  " + decision_line(h.task, h.rollout, h.decision, state=found.state)
+        for h in found.held
+    ]
     lines += [f"pending repairs ({len(repairs)}):"] if repairs else []
     lines += [f"  {r['file']} line {r['line']}: {r['what']}" for r in repairs]
     lines += [f"waiting to be adopted: {found.adopt}"] if found.adopt else []
     if found.published:
         lines.append("published files rewritten from the log")
+    elif dry_run:
+        stale = ", ".join(found.stale)
+        lines.append(
+            f"would rewrite from the log: {stale}; dry run: nothing was written"
+            if stale
+            else "the published files match the log; nothing to rewrite"
+        )
     for line in lines:
         click.echo(line)
 
 
 @click.command()
 @out_argument
-def check(out: Path) -> None:
-    """Exit 0 if the evaluation is complete, else 75 or 76 (CLI-7).
+@json_option
+def check(out: Path, as_json: bool) -> None:
+    """Exit 0 if the evaluation is complete, else 75 or 76.
 
     75: unfinished work, some of it retryable (resume); 76: none of it
     retryable (only held, terminal or exhausted rollouts remain). The message
@@ -131,15 +228,47 @@ def check(out: Path) -> None:
     \b
     Example:
       rollout-ledger check results/rollouts.jsonl || echo "not done: $?"
+    \f
+    Rules: CLI-7, REC-40.
     """
+    import ledger
     import projections
 
-    with reader(out) as led:
-        cover = projections.check_run(led)
+    with working("reading the run"), reader(out) as led:
+        try:
+            cover = projections.check_run(led)
+        except ledger.RecoveryIncomplete as exc:
+            if as_json:  # the document, then the same exit code (75 or 76)
+                echo_json(_check_document(False, exc.exit_code, str(exc), exc.counts))
+            raise
         note = projections.adopt_note(led)
-    click.echo(f"complete: all {cover.expected} rollouts are complete or omitted")
+    n = cover.expected
+    every = "the 1 rollout is" if n == 1 else f"all {n} rollouts are"
+    if as_json:
+        message = f"{every} complete or omitted"
+        echo_json(_check_document(True, 0, message, {}, waiting=note))
+        return
+    click.echo(f"complete: {every} complete or omitted")
     if note is not None:
         click.echo(f"waiting to be adopted: {note}")
+
+
+def _check_document(
+    complete: bool,
+    exit_code: int,
+    message: str,
+    counts: dict[str, int],
+    *,
+    waiting: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "complete": complete,
+        "exit_code": exit_code,
+        "retryable": exit_code == 75,
+        "message": message,
+        "unfinished": counts,
+        "waiting": waiting,
+    }
 
 
 @click.command()
@@ -148,78 +277,148 @@ def check(out: Path) -> None:
 @click.option("--rollout", type=count(0), help="Only this rollout index.")
 @click.option("--kind", help="Only events of this kind (e.g. failure_saved).")
 @click.option("--since", type=count(1), help="Only from this seq on.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON document instead.")
+@click.option("--tail", type=count(1), metavar="N", help="Only the last N entries.")
+@click.option("--limit", type=count(1), metavar="N", help="Only the first N entries.")
+@json_option
 def history(
     out: Path,
     task: int | None,
     rollout: int | None,
     kind: str | None,
     since: int | None,
+    tail: int | None,
+    limit: int | None,
     as_json: bool,
 ) -> None:
-    """Print the audit trail, one line per event (CLI-8).
+    """Print the audit trail, one line per event.
 
     Columns: seq, time, actor, kind, key (t<task> r<rollout> a<attempt>) and a
-    summary; superseded, duplicate and abandoned entries are marked. With
-    --task and --rollout it ends with the rollout's decision and the rule that
-    decided.
+    summary, under a header; superseded, duplicate and abandoned entries are
+    marked. With --task and --rollout it ends with the rollout's decision and
+    the rule that decided, in words (--json keeps the rule's id). --tail N or
+    --limit N shows the last or first N entries; on a terminal the trail opens
+    in a pager.
 
     \b
     Example:
       rollout-ledger history results/rollouts.jsonl --task 3 --rollout 0
+    \f
+    Rules: CLI-8.
     """
     import msgspec
 
     import projections
-    from cli.render import history_line
+    from cli.render import history_header, history_line
 
-    with reader(out) as led:
+    if tail is not None and limit is not None:
+        raise click.UsageError("give --tail N or --limit N, not both")
+    with working("reading the run"), reader(out) as led:
         found = projections.history(
             led, task=task, rollout=rollout, kind=kind, since=since
         )
+    entries = found.entries
+    if tail is not None:
+        entries = entries[-tail:]
+    elif limit is not None:
+        entries = entries[:limit]
     if as_json:
         echo_json(
             {
-                "entries": msgspec.to_builtins(found.entries),
+                "entries": msgspec.to_builtins(entries),
                 "decision": msgspec.to_builtins(found.decision),
                 "why": found.why,
             }
         )
         return
-    for entry in found.entries:
-        click.echo(history_line(entry))
+    lines = [history_header(entries[0])] if entries else []
+    lines += [history_line(entry) for entry in entries]
+    if len(entries) < len(found.entries):
+        lines.append(f"({len(entries)} of {len(found.entries)} entries shown)")
     if found.decision is not None:
-        decision = found.decision
-        click.echo(
-            f"decision: {decision.value} (attempt {decision.attempt}, "
-            f"{decision.reason}) by {found.why}"
-        )
+        # In words; the rule's id is in --json only.
+        lines.append(f"decision: {found.words}")
+        lines.append(f"rule: {projections.describe_rule(found.decision.rule)}")
+    _page(lines)
+
+
+def _page(lines: list[str]) -> None:
+    """``lines`` on stdout: through a pager when stdout is a terminal."""
+    if sys.stdout.isatty():
+        click.echo_via_pager("\n".join(lines) + "\n")
+        return
+    for line in lines:
+        click.echo(line)
 
 
 @click.command()
 @out_argument
-@click.option("-o", "--output", type=_OUTPUT, help="Write to FILE, not stdout.")
+@output_option("Write to FILE, not stdout.", path_type=_OUTPUT)
 @click.option("--all", "everything", is_flag=True, help="Add unfinished rollouts.")
+@click.option(
+    "--allow-changed",
+    is_flag=True,
+    help="Write a row edited since it was recorded as it stands, with a warning.",
+)
+@click.option(
+    "--metrics",
+    type=_OUTPUT,
+    help="Also write the reward figures to FILE, as NeMo Gym's "
+    "aggregate metrics file plus the run's coverage.",
+)
+@counting_options
 @quiet_option
-def results(out: Path, output: Path | None, everything: bool, quiet: bool) -> None:
-    """Write the selected result of each rollout as JSONL (CLI-12).
+@json_option
+def results(
+    out: Path,
+    output: Path | None,
+    everything: bool,
+    allow_changed: bool,
+    metrics: Path | None,
+    failures_as_zero: bool,
+    missing_as_zero: bool,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """Write the selected result of each rollout as JSONL.
 
     In materialized order, each row as saved plus _ng_decision, with reward
     set to the decided score (a settled zero is marked _ng_settled_zero).
     Superseded attempts, duplicates and retried masked rows never appear.
     --all adds every unfinished rollout with its decision and no reward.
+    A row edited since it was recorded stops the output (exit 5, naming its
+    file and line) unless --allow-changed.
+    --metrics FILE also writes the figures of the complete rollouts in the
+    shape of NeMo Gym's <stem>_aggregate_metrics.json, with the run's reward
+    figures and coverage under "rollout_ledger"; the two counting options
+    change those figures and are stated beside them.
 
     \b
     Example:
       rollout-ledger results results/rollouts.jsonl -o selected.jsonl
+      rollout-ledger results results/rollouts.jsonl -o selected.jsonl \\
+        --metrics selected_aggregate_metrics.json
+    \f
+    Rules: CLI-12.
     """
     import msgspec
 
+    import ledger
     import projections
 
+    _json_needs_output(as_json, output)
+    ledger.check_outputs(out, {"-o": output, "--metrics": metrics})
+    keep_collector_metrics(out, metrics)
     encode = msgspec.json.Encoder().encode
     with reader(out) as led, _sink(out, output) as sink:
-        found = projections.result_rows(led, all=everything)
+        with working("reading the run", quiet=quiet):
+            found = projections.measured_rows(
+                led,
+                all=everything,
+                allow_changed=allow_changed,
+                metrics=metrics is not None,
+                count_failure_classes_as_zero=failures_as_zero,
+                count_missing_rollouts_as_zero=missing_as_zero,
+            )
         written = 0
         with progress(
             found.rows, length=found.count, label="results", quiet=quiet
@@ -227,29 +426,45 @@ def results(out: Path, output: Path | None, everything: bool, quiet: bool) -> No
             for row in bar:
                 sink.write(encode(row) + b"\n")
                 written += 1
-    if output is not None:
-        click.echo(f"wrote {written} rows to {output}")
+    if metrics is not None and found.figures is not None:
+        with _sink(out, metrics, "--metrics") as sink:
+            document = msgspec.json.encode(found.figures.document())
+            sink.write(msgspec.json.format(document) + b"\n")
+    summary = {
+        "output": str(output),
+        "rows": written,
+        "all": everything,
+        "metrics": None if metrics is None else str(metrics),
+    }
+    _written(as_json, output, summary)
+    if metrics is not None and not as_json:  # on stderr when rows went to stdout
+        click.echo(f"wrote the reward figures to {metrics}", err=output is None)
 
 
 @click.command()
 @out_argument
-@click.option("-o", "--output", type=_OUTPUT, help="Write to FILE, not stdout.")
+@output_option("Write to FILE, not stdout.", path_type=_OUTPUT)
 @click.option(
     "--files",
     "files_dir",
     type=click.Path(file_okay=False, path_type=Path),
     help="Write the run as a file-based run in DIR instead: its files and a "
-    "SQLite ledger with the same events and head hash (SC-5).",
+    "SQLite ledger with the same events and head hash.",
 )
 @quiet_option
+@json_option
 def export(
-    out: Path | str, output: Path | None, files_dir: Path | None, quiet: bool
+    out: Path | str,
+    output: Path | None,
+    files_dir: Path | None,
+    quiet: bool,
+    as_json: bool,
 ) -> None:
-    """Write every event as one JSON object a line, for auditors (CLI-13).
+    """Write every event as one JSON object a line, for auditors.
 
     Each line is the envelope (seq, kind, at, actor), the body exactly as
     stored and hashed, and prev_hash and hash in hex, so the chain can be
-    checked from the export alone (EV-2). With --files DIR, a run (usually one
+    checked from the export alone. With --files DIR, a run (usually one
     on PostgreSQL) is written back as files: results, sidecar, materialized
     inputs, published files and a SQLite ledger whose head hash is the run's.
 
@@ -257,15 +472,17 @@ def export(
     Example:
       rollout-ledger export results/rollouts.jsonl -o events.jsonl
       rollout-ledger export 'postgresql://me@db:5432/runs?run=eval1' --files copy/
+    \f
+    Rules: CLI-13, EV-2, SC-5.
     """
     import msgspec
 
     import projections
 
     if files_dir is not None:
-        _export_files(out, files_dir, output)
+        _export_files(out, files_dir, output, as_json=as_json)
         return
-
+    _json_needs_output(as_json, output)
     encode = msgspec.json.Encoder().encode
     with reader(out) as led, _sink(out, output) as sink:
         exported = projections.audit_export(led)
@@ -273,18 +490,23 @@ def export(
         with progress(lines, length=exported.count, label="export", quiet=quiet) as bar:
             for line in bar:
                 sink.write(encode(line) + b"\n")
-    if output is not None:
-        click.echo(f"wrote {exported.count} events to {output}")
+    _written(as_json, output, {"output": str(output), "events": exported.count})
 
 
-def _export_files(out: Path | str, folder: Path, output: Path | None) -> None:
+def _export_files(
+    out: Path | str, folder: Path, output: Path | None, *, as_json: bool
+) -> None:
     import ledger
 
     if output is not None:
         raise ledger.ConfigError("give -o FILE or --files DIR, not both")
     copied = ledger.copy_to_files(out, folder)
+    if as_json:
+        document = {"files": str(folder), "out": str(copied.out)}
+        echo_json(document | {"seq": copied.seq, "head": copied.head.hex()})
+        return
     click.echo(
-        f"wrote {copied.out} and its ledger: {copied.seq} events, head "
+        f"wrote {copied.out} and its ledger: {plural(copied.seq, 'event')}, head "
         f"{copied.head.hex()}"
     )
     click.echo(f"check it with: rollout-ledger verify {copied.out}")
@@ -292,18 +514,24 @@ def _export_files(out: Path | str, folder: Path, output: Path | None) -> None:
 
 @click.command()
 @out_argument
-def head(out: Path) -> None:
-    """Print the last seq and the head hash of a run's log (CLI-13).
+@json_option
+def head(out: Path, as_json: bool) -> None:
+    """Print the last seq and the head hash of a run's log.
 
     Keep this line somewhere safe: deleting the newest events is only
-    detectable against an exported head (EV-2).
+    detectable against an exported head.
 
     \b
     Example:
       rollout-ledger head results/rollouts.jsonl
+    \f
+    Rules: CLI-13, EV-2.
     """
     with reader(out) as led:
         seq, digest = led.head()
+    if as_json:
+        echo_json({"seq": seq, "head": digest.hex()})
+        return
     click.echo(f"{seq} {digest.hex()}")
 
 

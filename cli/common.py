@@ -10,7 +10,7 @@ import getpass
 import os
 import stat
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -21,14 +21,18 @@ if TYPE_CHECKING:
     from ledger import Clock, Ledger
 
 __all__ = [
+    "SCHEMA_VERSION",
     "config_options",
     "count",
+    "dry_run_option",
     "echo_json",
+    "json_option",
     "load_config",
     "load_global_config",
     "operator_actor",
     "option_file",
     "out_argument",
+    "output_option",
     "progress",
     "quiet_option",
     "reader",
@@ -116,6 +120,60 @@ out_argument = click.argument("out", type=RunTarget())
 quiet_option = click.option(
     "--quiet", "-q", is_flag=True, help="No progress bar, even on a terminal."
 )
+
+#: The shape of every ``--json`` document (docs/json.md); a document carries it
+#: as its top-level ``schema_version`` and it grows only when a key changes
+#: meaning or goes away (a new key keeps it).
+SCHEMA_VERSION = 1
+
+json_option = click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON document instead (its keys: docs/json.md).",
+)
+
+dry_run_option = click.option(
+    "--dry-run", is_flag=True, help="Print what would be recorded; record nothing."
+)
+
+
+class AliasedOption(click.Option):
+    """An option with older spellings that still work but are not in ``--help``.
+
+    One spelling per flag across commands (``-o/--output`` for every output
+    file); the older spelling stays accepted, so scripts keep working.
+    """
+
+    def __init__(
+        self, *args: Any, hidden_aliases: tuple[str, ...] = (), **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.hidden_aliases = hidden_aliases
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        shown = self.opts
+        self.opts = [name for name in shown if name not in self.hidden_aliases]
+        try:
+            return super().get_help_record(ctx)
+        finally:
+            self.opts = shown
+
+
+def output_option(
+    help: str, *, aliases: tuple[str, ...] = (), path_type: Any = None
+) -> Callable[[F], F]:
+    """``-o/--output FILE``: the one spelling of an output file; ``aliases`` hidden."""
+    return click.option(
+        "-o",
+        "--output",
+        *aliases,
+        "output",
+        cls=AliasedOption,
+        hidden_aliases=aliases,
+        type=path_type or click.Path(dir_okay=False, path_type=Path),
+        help=help,
+    )
 
 
 def config_options(func: F) -> F:
@@ -254,10 +312,11 @@ def writer(out: Path | str) -> Iterator[Ledger]:
 # -- output ------------------------------------------------------------------------
 
 
-def echo_json(value: Any) -> None:
-    """One JSON document on stdout (``--json``)."""
+def echo_json(document: Mapping[str, Any]) -> None:
+    """One JSON document on stdout (``--json``), with its ``schema_version``."""
     import msgspec
 
+    value = {"schema_version": SCHEMA_VERSION, **document}
     text = msgspec.json.format(msgspec.json.encode(value, order="sorted"), indent=2)
     click.echo(text.decode())
 

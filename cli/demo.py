@@ -19,7 +19,16 @@ from typing import Any
 
 import click
 
-from cli.common import load_config, load_global_config, reader, run_clock
+from cli.common import (
+    echo_json,
+    json_option,
+    load_config,
+    load_global_config,
+    reader,
+    run_clock,
+)
+from cli.progress import working
+from cli.render import plural
 
 __all__ = ["demo"]
 
@@ -164,6 +173,24 @@ def _unfinished(out: Path) -> tuple[bool, str]:
     return False, "complete: every rollout is complete or omitted"
 
 
+def _document(out: Path, rounds: list[list[str]], verdict: str) -> dict[str, Any]:
+    """``demo --json`` (docs/json.md): the run, each round's lines, the verdicts."""
+    import msgspec
+
+    import projections
+
+    with reader(out) as led:
+        cov = projections.status(led).coverage.to_dict()
+        findings = projections.verify_run(led).findings
+    return {
+        "out": str(out),
+        "rounds": [{"round": n, "lines": lines} for n, lines in enumerate(rounds, 1)],
+        "coverage": cov,
+        "verify": [msgspec.to_builtins(f) for f in findings],
+        "check": verdict,
+    }
+
+
 def _report(out: Path) -> None:
     import projections
 
@@ -171,7 +198,8 @@ def _report(out: Path) -> None:
         cov = projections.status(led).coverage.to_dict()
         findings = projections.verify_run(led).findings
     click.echo(
-        f"\ncoverage of {cov['expected']} rollouts (as of seq {cov['as_of_seq']}):"
+        f"\ncoverage of {plural(cov['expected'], 'rollout')} "
+        f"(as of seq {cov['as_of_seq']}):"
     )
     for value, count in cov["decisions"].items():
         if count:
@@ -209,36 +237,44 @@ def _report(out: Path) -> None:
     type=int,
     help="The seed of the simulated agent and judge.",
 )
-def demo(folder: Path | None, rollouts: int, seed: int) -> None:
-    """Run a simulated collection, killed and resumed until done (CLI-15).
+@json_option
+def demo(folder: Path | None, rollouts: int, seed: int, as_json: bool) -> None:
+    """Run a simulated collection, killed and resumed until done.
 
     Creates a run in FOLDER (a new temporary folder when omitted) against a
     built-in simulated agent and judge, kills the collector process with
     SIGKILL mid-run, resumes with a fresh process across an operational
     configuration change, and goes on until nothing retryable remains; then
     prints the coverage, the drift journal, check's verdict and verify's.
-    Deterministic for a given --seed.
+    Deterministic for a given --seed. With --json, one document once done.
 
     \b
     Example:
       rollout-ledger demo /tmp/demo-run --rollouts 300 --seed 7
+    \f
+    Rules: CLI-15.
     """
     folder = folder or Path(tempfile.mkdtemp(prefix="rollout-ledger-demo-"))
     folder.mkdir(parents=True, exist_ok=True)
     if (folder / "rollouts.jsonl").exists() or (folder / "rollouts_ledger").exists():
         raise click.UsageError(f"{folder} already holds a run; choose an empty folder")
     out = _create(folder, rollouts)
-    click.echo(f"created a run of {rollouts} rollouts in {folder}")
+    if not as_json:
+        click.echo(f"created a run of {plural(rollouts, 'rollout')} in {folder}")
+    rounds = []
     for number in range(1, MAX_ROUNDS + 1):
         if number == 2:  # an operational change between resumes: accepted as drift
             _write_config(folder, parallel=64)
-        lines = _round(folder, seed, die_in_wave=1 if number == 1 else None)
-        click.echo(
-            f"round {number}: "
-            + "; ".join(line for line in lines if not line.startswith("wave "))
-        )
+        with working(f"round {number}"):
+            lines = _round(folder, seed, die_in_wave=1 if number == 1 else None)
+        rounds.append([line for line in lines if not line.startswith("wave ")])
+        if not as_json:
+            click.echo(f"round {number}: " + "; ".join(rounds[-1]))
         retryable, verdict = _unfinished(out)
         if not retryable:
             break
+    if as_json:
+        echo_json(_document(out, rounds, verdict))
+        return
     _report(out)
     click.echo(f"\ncheck: {verdict}")

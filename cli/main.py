@@ -37,6 +37,8 @@ class _EchoHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         message = _safe(record.getMessage())
+        if sys.stderr.isatty():  # a spinner's line is erased first (cli.progress)
+            click.echo("\r\x1b[K", err=True, nl=False)
         click.echo(f"rollout-ledger: warning: {message}", err=True)
 
 
@@ -87,6 +89,9 @@ def main() -> None:
     3 refused (configuration, identity, row), 4 contention (lock held), 5
     unknown or corrupt saved work, 75/76 check: unfinished work (some / none
     retryable).
+
+    Every decision, reason and term the commands print (settled_zero,
+    kept_answer, held, exhausted, ...) is explained in docs/glossary.md.
 
     \b
     Example:

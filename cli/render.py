@@ -15,15 +15,26 @@ if TYPE_CHECKING:
 
 __all__ = [
     "coverage_lines",
+    "decision_document",
     "decision_line",
+    "history_header",
     "history_line",
+    "plan_change_document",
     "plan_change_lines",
+    "plural",
     "run_lines",
     "run_summary",
     "verdict_lines",
 ]
 
 Decisions = Mapping[tuple[int, int], "Decision"]
+
+
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """``"1 row"``, ``"2 rows"``: every count a command prints (``ledger.plural``)."""
+    from ledger import plural as say
+
+    return say(count, noun, many)
 
 
 def _short(digest: Any) -> str:
@@ -80,7 +91,7 @@ def run_lines(summary: Mapping[str, Any]) -> list[str]:
         f"  attempts: cap {summary['cap']} ({summary['max_rollout_attempts']} + "
         f"{summary['extension']} extension)",
         f"  policy: {_policy_text(summary['policy'])} "
-        f"({summary['policy_changes']} changes)",
+        f"({plural(summary['policy_changes'], 'change')})",
         f"  drift acceptances {summary['drift_acceptances']}, overrides "
         f"{summary['overrides']}",
         f"  head seq {summary['as_of_seq']} {summary['head_hash']}",
@@ -89,7 +100,9 @@ def run_lines(summary: Mapping[str, Any]) -> list[str]:
 
 def coverage_lines(cover: Mapping[str, Any]) -> list[str]:
     """REC-41's counts as a table: each decision, then its split."""
-    lines = [f"coverage at seq {cover['as_of_seq']}: {cover['expected']} rollouts"]
+    lines = [
+        f"coverage at seq {cover['as_of_seq']}: {plural(cover['expected'], 'rollout')}"
+    ]
     for value, count in cover["decisions"].items():
         split = cover.get(value)
         detail = ""
@@ -108,17 +121,28 @@ def coverage_lines(cover: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def decision_line(task: int, rollout: int, decision: Decision) -> str:
-    """``task T rollout R attempt A: reason (kind)``."""
-    kind = f" ({decision.kind})" if decision.kind else ""
-    return (
-        f"task {task} rollout {rollout} attempt {decision.attempt}: "
-        f"{decision.reason}{kind}"
+def decision_line(
+    task: int, rollout: int, decision: Decision, *, state: RunState | None = None
+) -> str:
+    """``task T rollout R attempt A: held: <the decision in words>``.
+
+    With the run's ``state``, the words count the attempts used of its cap.
+    """
+    from projections import describe_decision, describe_rollout
+
+    words = (
+        describe_decision(decision)
+        if state is None
+        else describe_rollout(state, task, rollout, decision)
     )
+    return f"task {task} rollout {rollout} attempt {decision.attempt}: {words}"
 
 
 def _decision_text(decision: Decision) -> str:
-    return f"{decision.value} ({decision.reason}, attempt {decision.attempt})"
+    from projections import describe_reason
+
+    reason = describe_reason(decision.reason)
+    return f"{decision.value} ({reason}, attempt {decision.attempt})"
 
 
 def plan_change_lines(before: Decisions, after: Decisions) -> list[str]:
@@ -139,10 +163,43 @@ def plan_change_lines(before: Decisions, after: Decisions) -> list[str]:
         if old[value] != new[value]
     )
     return [
-        f"plan changes ({len(changed)} rollouts):",
+        f"plan changes ({plural(len(changed), 'rollout')}):",
         *changed,
         f"decisions: {counts}",
     ]
+
+
+def decision_document(decision: Decision) -> dict[str, Any]:
+    """A decision as ``--json`` shows it: value, attempt, reason, kind, rule id."""
+    return {
+        "value": decision.value,
+        "attempt": decision.attempt,
+        "reason": decision.reason,
+        "kind": decision.kind,
+        "rule": decision.rule,
+    }
+
+
+def plan_change_document(before: Decisions, after: Decisions) -> dict[str, Any]:
+    """What an operator action changed, as ``--json`` shows it (docs/json.md)."""
+    rollouts = [
+        {
+            "task": task,
+            "rollout": rollout,
+            "before": decision_document(before[task, rollout]),
+            "after": decision_document(decision),
+        }
+        for (task, rollout), decision in after.items()
+        if (task, rollout) in before and before[task, rollout] != decision
+    ]
+    old = Counter(d.value for d in before.values())
+    new = Counter(d.value for d in after.values())
+    counts = {
+        value: {"before": old[value], "after": new[value]}
+        for value in sorted(old.keys() | new.keys())
+        if old[value] != new[value]
+    }
+    return {"rollouts": rollouts, "decisions": counts}
 
 
 def verdict_lines(verdict: GateVerdict) -> list[str]:
@@ -163,4 +220,12 @@ def history_line(entry: HistoryEntry) -> str:
     return (
         f"{entry.seq:>6}  {entry.at}  {entry.actor:<16}  {entry.kind:<20}  "
         f"{entry.key:<10}  {entry.summary}{marks}"
+    )
+
+
+def history_header(entry: HistoryEntry) -> str:
+    """The column names above ``history_line``s, aligned with ``entry``'s."""
+    return (
+        f"{'seq':>6}  {'time':<{len(entry.at)}}  {'actor':<16}  {'kind':<20}  "
+        f"{'key':<10}  summary"
     )

@@ -15,6 +15,8 @@ what ``Ledger.open`` and ``RunLock`` take.
 (URL passwords, bearer and basic authorization, ``--api-key``-style arguments,
 ``NAME=secret`` assignments, provider token formats), which the identity, the
 row facts and reasons, the published files and every message use (ID-13).
+``plural`` says a count with its noun ("1 row", "2 rows") wherever one is
+printed.
 
 What the commands call, one function each: ``open_run`` (a run opened
 read-only, or as its writer under the lock), ``doctor`` (the environment
@@ -101,9 +103,10 @@ from ledger.store.registry import resolve_out
 
 # isort: split
 # What the commands call (one library function each) and the values they use.
+from ledger.errors import plural
 from ledger.legacy.importer import ImportReport
 from ledger.paths import RunPaths
-from ledger.run.create import adopted_inputs
+from ledger.run.create import adopted_inputs, check_new_run
 from ledger.run.doctor_report import DoctorReport, doctor
 from ledger.run.opening import open_run
 from ledger.run.plan_record import read_plan_rows, record_plan_rows
@@ -148,6 +151,7 @@ __all__ = [
     "atomic_replace",
     "attempt_key",
     "bounded",
+    "check_new_run",
     "check_outputs",
     "classify_key",
     "config_identity",
@@ -185,6 +189,7 @@ __all__ = [
     "model_calls",
     "names_kept_deliverable",
     "open_run",
+    "plural",
     "publish_json",
     "read_plan_rows",
     "record_plan_rows",

@@ -5,7 +5,8 @@ map them (CLI-1) without parsing messages. Messages say what happened, where
 (file and line, seq, dotted key), and what to do; they never hold a credential:
 each is built from redacted values where it is made, and the root passes its
 message through the one redaction of credential-shaped values once more
-(ID-13), whatever a path, an argument or a quoted value held.
+(ID-13), whatever a path, an argument or a quoted value held. A count is
+said with ``plural`` ("1 row", "2 rows"), here and in every text a person reads.
 """
 
 from __future__ import annotations
@@ -15,6 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from ledger.identity.secret_text import redact_secrets
+
+
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """``"1 row"``, ``"2 rows"``; ``many`` for an irregular plural ("entries")."""
+    if count == 1:
+        return f"{count} {noun}"
+    return f"{count} {many if many is not None else noun + 's'}"
 
 
 class LedgerError(Exception):

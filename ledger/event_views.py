@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from ledger import events as ev
+from ledger.event_base import NonNegative
 
 __all__ = [
     "VIEWS",
@@ -38,11 +39,13 @@ class ResultSavedRawFacts(
 ):
     """``result_saved`` as replay's fast path folds it: the facts left as bytes."""
 
-    task: ev.NonNegative
-    rollout: ev.NonNegative
-    attempt: ev.NonNegative
+    task: NonNegative
+    rollout: NonNegative
+    attempt: NonNegative
     location: ev.Location
     facts: msgspec.Raw
+    stage_index: NonNegative | None = None  # ROW-64
+    final_stage_index: NonNegative | None = None
 
 
 class FailureSavedRawFacts(
@@ -50,12 +53,14 @@ class FailureSavedRawFacts(
 ):
     """``failure_saved`` as replay's fast path folds it: the facts left as bytes."""
 
-    task: ev.NonNegative
-    rollout: ev.NonNegative
-    attempt: ev.NonNegative
+    task: NonNegative
+    rollout: NonNegative
+    attempt: NonNegative
     location: ev.Location
-    sidecar_line: ev.NonNegative
+    sidecar_line: NonNegative
     facts: msgspec.Raw
+    stage_index: NonNegative | None = None  # ROW-64
+    final_stage_index: NonNegative | None = None
 
 
 class ResultSavedLocation(msgspec.Struct, tag_field="kind", tag="result_saved"):

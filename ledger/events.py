@@ -11,10 +11,20 @@ breaking"). Events never hold a raw row, a response or a credential.
 from __future__ import annotations
 
 import hashlib
-from typing import Annotated, Any, Final, Literal
+from typing import Any, Final, Literal
 
 import msgspec
 
+from ledger.event_base import (
+    AttemptKey,
+    Event,
+    IndexEntry,
+    Location,
+    NonNegative,
+    Positive,
+    Reason,
+    Sha256Hex,
+)
 from ledger.rows.facts import RowFacts
 
 __all__ = [
@@ -59,32 +69,6 @@ __all__ = [
     "header_tail",
 ]
 
-NonNegative = Annotated[int, msgspec.Meta(ge=0)]
-Positive = Annotated[int, msgspec.Meta(ge=1)]
-Sha256Hex = Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$")]
-Reason = Annotated[str, msgspec.Meta(max_length=2000)]
-
-#: `[task, rollout, attempt]`, as stored in release lists.
-AttemptKey = tuple[NonNegative, NonNegative, NonNegative]
-
-#: One materialized row: `[task, rollout, offset, length, agent, rollout_id]`.
-IndexEntry = tuple[
-    NonNegative, NonNegative, NonNegative, NonNegative, str | None, str | None
-]
-
-
-class Location(msgspec.Struct, frozen=True, kw_only=True):
-    """Where a row's bytes are: file (run-relative), offset, length, sha256."""
-
-    file: str
-    offset: NonNegative
-    length: NonNegative
-    row_sha256: Sha256Hex
-
-
-class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
-    """The base of every event body; the tag field ``kind`` names the kind."""
-
 
 class RunCreated(Event, tag="run_created", frozen=True, kw_only=True):
     """The first event: the manifest (ID-30), identity, policy and input index."""
@@ -103,7 +87,7 @@ class RunCreated(Event, tag="run_created", frozen=True, kw_only=True):
     legacy_import: bool = False
     identity_overridden: bool = False
     identity: dict[str, Any] | None = None
-    policy: dict[str, Any] = {}
+    policy: dict[str, Any] = {}  # noqa: RUF012 (a msgspec Struct field; msgspec copies it)
     index: tuple[IndexEntry, ...] = ()
 
 
@@ -142,27 +126,45 @@ class AttemptsReleased(Event, tag="attempts_released", frozen=True, kw_only=True
     rejudge: tuple[AttemptKey, ...] = ()
 
 
-class AttemptReserved(Event, tag="attempt_reserved", frozen=True, kw_only=True):
-    """An attempt reserved durably before its request is sent."""
+class AttemptReserved(
+    Event, tag="attempt_reserved", frozen=True, kw_only=True, omit_defaults=True
+):
+    """An attempt reserved durably before its request is sent.
+
+    ``stage_index`` (ROW-64): the later stage of a multistage attempt this
+    reservation continues at; absent (and not encoded) otherwise.
+    """
 
     task: NonNegative
     rollout: NonNegative
     attempt: NonNegative
     run_id: str
+    stage_index: NonNegative | None = None
 
 
-class ResultSaved(Event, tag="result_saved", frozen=True, kw_only=True):
-    """A result row was written and flushed to ``OUT``."""
+class ResultSaved(
+    Event, tag="result_saved", frozen=True, kw_only=True, omit_defaults=True
+):
+    """A result row was written and flushed to ``OUT``.
+
+    ``stage_index`` and ``final_stage_index`` (ROW-64): the stage a multistage
+    row saves and its rollout's final stage; absent (and not encoded, so a
+    plain row's event keeps its bytes) otherwise.
+    """
 
     task: NonNegative
     rollout: NonNegative
     attempt: NonNegative
     location: Location
     facts: RowFacts
+    stage_index: NonNegative | None = None
+    final_stage_index: NonNegative | None = None
 
 
-class FailureSaved(Event, tag="failure_saved", frozen=True, kw_only=True):
-    """A failure row was written to the sidecar."""
+class FailureSaved(
+    Event, tag="failure_saved", frozen=True, kw_only=True, omit_defaults=True
+):
+    """A failure row was written to the sidecar (stage fields: ``ResultSaved``)."""
 
     task: NonNegative
     rollout: NonNegative
@@ -170,6 +172,8 @@ class FailureSaved(Event, tag="failure_saved", frozen=True, kw_only=True):
     location: Location
     sidecar_line: NonNegative
     facts: RowFacts
+    stage_index: NonNegative | None = None
+    final_stage_index: NonNegative | None = None
 
 
 class OmissionSaved(Event, tag="omission_saved", frozen=True, kw_only=True):
@@ -281,12 +285,11 @@ NEWLINE_RECORDED: Final[TailAction] = "newline_recorded"
 class TailRepaired(Event, tag="tail_repaired", frozen=True, kw_only=True):
     """A collector file's tail repaired under the lock (EV-12, REC-83).
 
-    ``action`` says what was done: ``cut`` (a torn last line or blank lines
-    cut back, their bytes saved as ``saved_as``); ``newline_appended`` (a
-    last line that is a complete JSON object got the newline it lacked, at
-    ``offset``; the row is kept); ``newline_recorded`` (that newline was
-    found written by another collector, and is now part of the recorded
-    bytes). ``length`` and ``sha256`` are of the bytes cut or the newline;
+    ``action``: ``cut`` (a torn last line or blank lines cut back, their bytes
+    saved as ``saved_as``); ``newline_appended`` (a last line that is a
+    complete JSON object got its missing newline at ``offset``, the row kept);
+    ``newline_recorded`` (another collector wrote that newline; now recorded).
+    ``length`` and ``sha256`` are of the bytes cut or the newline;
     ``saved_as`` is empty when nothing was cut.
     """
 
@@ -303,7 +306,7 @@ class ResumeStarted(Event, tag="resume_started", frozen=True, kw_only=True):
 
     config_digest: str
     counts: dict[str, int]
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = {}  # noqa: RUF012 (a msgspec Struct field; msgspec copies it)
 
 
 AnyEvent = (

@@ -5,12 +5,14 @@ rollout; ``coverage`` and ``check_complete`` summarize; ``gate`` and ``resume``
 check and plan; ``replan`` releases what the decisions allow; ``publish``,
 ``verify``, ``history`` (with its ``History`` and ``HistoryEntry`` values) and
 ``selected_results`` serve the command line, as do ``reward_metrics`` (a
-``RewardMetrics``: the reward figures, in words by ``metrics_lines``),
+``RewardMetrics``: the reward figures, in words by ``metrics_lines``;
+``AggregateMetrics``: NeMo Gym's file of them),
 ``config_diff`` and the operator actions (``approve``, ``reset_budget``,
 ``extend_attempts``, ``set_policy``). ``GLOSSARY``, ``describe_decision``,
-``describe_kind`` and ``describe_rule`` (``projections.words``) say them in
-plain words; ``report_context`` gathers what the HTML report shows. Everything
-not in ``__all__`` is private and may move.
+``describe_rollout``, ``describe_kind`` and ``describe_rule``
+(``projections.words``) say them in plain words; ``report_context`` gathers
+what the HTML report shows. Everything not in ``__all__`` is private and may
+move.
 
 Each command calls one of these and renders what it returns: ``create_run``
 (a ``CreatedRun``), ``resume_with_plan_file`` (a ``Resume``, its plan written
@@ -18,7 +20,8 @@ as a plan file), ``record_outcomes`` (``RecordedOutcomes``), ``status`` (a
 ``RunStatus``), ``check_run`` (the ``Coverage`` of a complete run),
 ``history``, ``verify_run`` (a ``Verification``), ``approve_held`` (an
 ``Approval``), ``reset_budget``, ``extend_attempts``, ``set_policy``,
-``config_diff``, ``result_rows`` (``ResultRows``), ``audit_export`` (an
+``config_diff``, ``result_rows`` (``ResultRows``; ``measured_rows`` adds
+the reward figures' file, ``MeasuredRows``), ``audit_export`` (an
 ``AuditExport``), ``import_run`` (an ``ImportResult``) and
 ``import_into_store`` (a ``StoreImport``).
 """
@@ -30,6 +33,11 @@ from projections.actions import (
     held_attempts,
     reset_budget,
     set_policy,
+)
+from projections.aggregate import (
+    AggregateMetrics,
+    MeasuredRows,
+    measured_rows,
 )
 from projections.config_diff import ConfigDiff, KeyDiff, config_diff
 from projections.coverage import (
@@ -55,8 +63,12 @@ from projections.state import RunState
 from projections.verify import Finding, verify
 from projections.words import (
     GLOSSARY,
+    GLOSSARY_SECTIONS,
+    RULE_WORDS,
     describe_decision,
     describe_kind,
+    describe_reason,
+    describe_rollout,
     describe_rule,
 )
 
@@ -71,14 +83,18 @@ from projections.plan_file import (
     record_outcomes,
     resume_with_plan_file,
 )
-from projections.results import ResultRows, result_rows
+from projections.results import ChangedRow, ResultRows, changed_rows, result_rows
 from projections.status import RunStatus, adopt_note, check_run, status
 from projections.verify import Verification, verify_run
 
 __all__ = [
     "GLOSSARY",
+    "GLOSSARY_SECTIONS",
+    "RULE_WORDS",
+    "AggregateMetrics",
     "Approval",
     "AuditExport",
+    "ChangedRow",
     "ConfigDiff",
     "Coverage",
     "CreatedRun",
@@ -90,6 +106,7 @@ __all__ = [
     "HistoryEntry",
     "ImportResult",
     "KeyDiff",
+    "MeasuredRows",
     "OperatorResult",
     "PassAtK",
     "Plan",
@@ -107,6 +124,7 @@ __all__ = [
     "approve",
     "approve_held",
     "audit_export",
+    "changed_rows",
     "check_complete",
     "check_run",
     "config_diff",
@@ -116,6 +134,8 @@ __all__ = [
     "decide_all",
     "describe_decision",
     "describe_kind",
+    "describe_reason",
+    "describe_rollout",
     "describe_rule",
     "excluded_sidecar_lines",
     "extend_attempts",
@@ -124,6 +144,7 @@ __all__ = [
     "history",
     "import_into_store",
     "import_run",
+    "measured_rows",
     "metrics_lines",
     "publish",
     "record_outcomes",

@@ -5,17 +5,20 @@ state saw (a concurrent append is a ``ConcurrencyConflict``), replays, and
 republishes. The result holds the decisions before and after, so a caller can
 show what changed in the plan. The caller holds the run lock (a writer ledger);
 ``approve_held`` with ``dry_run`` only reads, and chooses the attempts the
-``approve`` command names.
+``approve`` command names; the other actions' ``dry_run`` folds the event they
+would append in memory and returns the decisions it would make, appending
+nothing (a reader ledger serves).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
 from ledger import (
+    FAILURE_KINDS,
     MAX_ATTEMPTS,
     ConfigError,
     CorruptLedger,
@@ -25,17 +28,23 @@ from ledger import (
     bounded,
 )
 from ledger.events import (
+    AnyEvent,
     AttemptsExtended,
     Event,
     FailureBudgetReset,
     PolicyChange,
     PolicyChanged,
     RerunApproved,
+    StoredEvent,
+    kind_of,
 )
-from ledger.policy.log import policy_changes, policy_from_json
+from ledger.policy.log import policy_changes, policy_from_events, policy_from_json
+from projections.coverage import HELD_REASONS
 from projections.decide import Decision, decide_all
+from projections.fold import fold_into
 from projections.publish import publish
 from projections.replay import replay
+from projections.snapshot import copy_state
 from projections.state import RunState
 from projections.verify import verify
 
@@ -56,27 +65,77 @@ Decisions = dict[tuple[int, int], Decision]
 
 
 class OperatorResult(msgspec.Struct):
-    """What an operator action recorded, and the decisions around it."""
+    """What an operator action recorded, and the decisions around it.
+
+    With ``dry_run``, ``recorded`` holds what the action would record, and
+    ``after`` and ``state`` what it would make; nothing was appended.
+    """
 
     recorded: list[Event]
     before: Decisions
     after: Decisions
     state: RunState  # after the action
     previous: RunState  # before it
+    dry_run: bool = False
 
 
 def append_operator_events(
-    ledger: Ledger, state: RunState, bodies: Sequence[Event], *, actor: str
+    ledger: Ledger,
+    state: RunState,
+    bodies: Sequence[Event],
+    *,
+    actor: str,
+    dry_run: bool = False,
 ) -> OperatorResult:
-    """Append ``bodies`` at the head ``state`` saw, replay and republish."""
+    """Append ``bodies`` at the head ``state`` saw, replay and republish.
+
+    ``dry_run``: fold them in memory instead, after the whole log (a policy
+    change applies to every outcome on replay, REC-60), and append nothing.
+    """
     before = decide_all(state)
     if not bodies:
-        return OperatorResult([], before, before, state, state)
+        return OperatorResult([], before, before, state, state, dry_run)
+    if dry_run:
+        would_be = _folded(ledger, state, bodies)
+        return OperatorResult(
+            list(bodies), before, decide_all(would_be), would_be, state, True
+        )
     ledger.append_many(bodies, expected_seq=state.as_of_seq, actor=actor)
     after_state = replay(ledger)
     after = decide_all(after_state)
     publish(ledger, after_state, after)
     return OperatorResult(list(bodies), before, after, after_state, state)
+
+
+def _folded(ledger: Ledger, state: RunState, bodies: Sequence[Event]) -> RunState:
+    """``state`` after ``bodies``, folded in memory as a replay would fold them.
+
+    A policy change classifies every outcome again (REC-60): the log is
+    replayed under the policy it makes; any other event folds into a copy.
+    """
+    pending = _pending(ledger, bodies)
+    if not any(isinstance(body, PolicyChanged) for body in bodies):
+        return fold_into(copy_state(state), pending, policy_from_json(state.policy))
+    logged = (e.body for e in ledger.events(kinds=("run_created", "policy_changed")))
+    policy = policy_from_events([*logged, *bodies])
+    return fold_into(replay(ledger, policy_override=policy), pending, policy)
+
+
+def _pending(ledger: Ledger, bodies: Sequence[Event]) -> list[StoredEvent]:
+    """``bodies`` as the events after the head; their time and hashes unknown."""
+    seq, head = ledger.head()
+    return [
+        StoredEvent(
+            seq=seq + offset,
+            kind=kind_of(body),
+            at="",
+            actor="",
+            body=cast(AnyEvent, body),
+            prev_hash=head,
+            hash=head,
+        )
+        for offset, body in enumerate(bodies, start=1)
+    ]
 
 
 def held_attempts(
@@ -176,12 +235,13 @@ def _append_approvals(
     *,
     reason: str,
     actor: str,
+    dry_run: bool = False,
 ) -> OperatorResult:
     bodies: list[Event] = [
         RerunApproved(task=task, rollout=rollout, attempt=attempt, reason=reason)
         for task, rollout, attempt in named
     ]
-    return append_operator_events(ledger, state, bodies, actor=actor)
+    return append_operator_events(ledger, state, bodies, actor=actor, dry_run=dry_run)
 
 
 def _require_rollout(state: RunState, task: int, rollout: int, attempt: int) -> None:
@@ -206,7 +266,8 @@ class Approval(msgspec.Struct, frozen=True, kw_only=True):
     """The attempts an approval names, and what recording them did."""
 
     chosen: tuple[ApprovalChoice, ...]
-    #: ``None`` when nothing was recorded (a dry run, or no attempt chosen).
+    #: ``None`` when no attempt was chosen; a dry run's is its preview
+    #: (``result.dry_run``), nothing recorded.
     result: OperatorResult | None
 
 
@@ -223,12 +284,14 @@ def approve_held(
     """REC-25: approve the named ``attempt``, else every held rollout's attempt.
 
     ``reason_held`` and ``kind`` narrow the held rollouts (REC-26); with
-    ``dry_run`` the chosen attempts are returned and nothing is recorded.
+    ``dry_run`` the chosen attempts and the plan they would make are returned
+    and nothing is recorded.
     """
     if attempt is not None and (reason_held or kind):
         raise ConfigError("reason_held and kind narrow held rollouts, not an attempt")
     attempt = None if attempt is None else attempt_key(attempt)
     state = replay(ledger)
+    _known_filters(state, reason_held, kind)
     decisions = decide_all(state)
     if attempt is None:
         chosen = tuple(
@@ -238,16 +301,44 @@ def approve_held(
     else:
         _require_held(ledger, state, decisions, attempt)  # a dry run tells it too
         chosen = (ApprovalChoice(*attempt),)
-    if dry_run or not chosen:
+    if not chosen:
         return Approval(chosen=chosen, result=None)
     named = [(c.task, c.rollout, c.attempt) for c in chosen]
     # Each chosen attempt is held: checked above, or chosen among the held.
-    result = _append_approvals(ledger, state, named, reason=reason, actor=actor)
+    result = _append_approvals(
+        ledger, state, named, reason=reason, actor=actor, dry_run=dry_run
+    )
     return Approval(chosen=chosen, result=result)
 
 
+def _known_filters(state: RunState, reason_held: str | None, kind: str | None) -> None:
+    """REC-26's filters name a held reason and a kind that exist, or are refused.
+
+    A typo would match nothing and approve nothing, silently; refused instead,
+    with the names that would match.
+    """
+    if reason_held is not None and reason_held not in HELD_REASONS:
+        raise ConfigError(
+            f"{reason_held!r} is not a reason a rollout is held for; the reasons "
+            f"are {', '.join(HELD_REASONS)}",
+            key="reason_held",
+        )
+    if kind is None or kind in FAILURE_KINDS:
+        return
+    classes = _failure_classes(state)
+    if kind not in classes:
+        others = ", ".join(sorted(classes - FAILURE_KINDS)) or "none"
+        raise ConfigError(
+            f"{kind!r} is neither a registered failure kind nor a failure class of "
+            f"this run's rows.\n  registered failure kinds: "
+            f"{', '.join(sorted(FAILURE_KINDS))}\n  other failure classes in this "
+            f"run: {others}",
+            key="kind",
+        )
+
+
 def extend_attempts(
-    ledger: Ledger, total: int, *, reason: str, actor: str
+    ledger: Ledger, total: int, *, reason: str, actor: str, dry_run: bool = False
 ) -> OperatorResult:
     """REC-11: record ``total`` only when it exceeds the extension in force."""
     total = bounded(
@@ -261,10 +352,12 @@ def extend_attempts(
     bodies: list[Event] = []
     if total > state.extension:
         bodies.append(AttemptsExtended(total=total, reason=reason))
-    return append_operator_events(ledger, state, bodies, actor=actor)
+    return append_operator_events(ledger, state, bodies, actor=actor, dry_run=dry_run)
 
 
-def reset_budget(ledger: Ledger, *, reason: str, actor: str) -> OperatorResult:
+def reset_budget(
+    ledger: Ledger, *, reason: str, actor: str, dry_run: bool = False
+) -> OperatorResult:
     """REC-16: only on a ledger that verifies (chain and files); then reset."""
     problems = [f for f in verify(ledger) if f.check != "published"]
     if problems:
@@ -278,7 +371,7 @@ def reset_budget(ledger: Ledger, *, reason: str, actor: str) -> OperatorResult:
     body = FailureBudgetReset(
         excluded_lines=lines, before_seq=state.as_of_seq, reason=reason
     )
-    return append_operator_events(ledger, state, [body], actor=actor)
+    return append_operator_events(ledger, state, [body], actor=actor, dry_run=dry_run)
 
 
 def _failure_classes(state: RunState) -> frozenset[str]:
@@ -292,7 +385,12 @@ def _failure_classes(state: RunState) -> frozenset[str]:
 
 
 def set_policy(
-    ledger: Ledger, settings: Mapping[str, Any], *, reason: str, actor: str
+    ledger: Ledger,
+    settings: Mapping[str, Any],
+    *,
+    reason: str,
+    actor: str,
+    dry_run: bool = False,
 ) -> tuple[dict[str, PolicyChange], OperatorResult]:
     """REC-60: record the settings that change the policy in force, if any.
 
@@ -305,4 +403,6 @@ def set_policy(
     bodies: list[Event] = (
         [PolicyChanged(changes=changes, reason=reason)] if changes else []
     )
-    return changes, append_operator_events(ledger, state, bodies, actor=actor)
+    return changes, append_operator_events(
+        ledger, state, bodies, actor=actor, dry_run=dry_run
+    )

@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from ledger import redact_secrets
+from ledger import plural, redact_secrets
 from ledger.errors import RecoveryIncomplete
 from projections.decide import (
     DECISION_VALUES,
@@ -18,7 +18,13 @@ from projections.decide import (
 )
 from projections.state import CODE_SHIFT, MASKED, RESERVED, RolloutState, RunState
 
-__all__ = ["Coverage", "check_complete", "coverage", "excluded_sidecar_lines"]
+__all__ = [
+    "HELD_REASONS",
+    "Coverage",
+    "check_complete",
+    "coverage",
+    "excluded_sidecar_lines",
+]
 
 Decisions = dict[tuple[int, int], Decision]
 
@@ -32,6 +38,8 @@ _SPLITS = {
     "exhausted": ("cap", "free_attempts"),
     "omitted": ("accepted",),
 }  # fmt: skip
+#: The reasons a held rollout can carry (``approve --reason-held``).
+HELD_REASONS: tuple[str, ...] = _SPLITS["held"]
 _SUSPECT_FREE_ATTEMPTS = 3  # REC-4
 
 
@@ -114,10 +122,21 @@ class _Tally:
             self.outcomes += a.bits >> CODE_SHIFT != 0
             a = a.earlier
         self.outcomes += rollout.duplicates
+        if rollout.extras is not None and rollout.stages:
+            self.outcomes += _stage_rows(rollout)
         self.duplicates += rollout.duplicates
         self.superseded += rollout.superseded
         self.suspect += free_attempts(rollout, after) >= _SUSPECT_FREE_ATTEMPTS
         self.counted += counted_failures(rollout, after)
+
+
+def _stage_rows(rollout: RolloutState) -> int:
+    """ROW-64: the saved stage rows that are no attempt's outcome (its final's is)."""
+    count = 0
+    for attempt, seq in (rollout.stages or {}).values():
+        record = rollout.attempt(attempt)
+        count += record is None or not record.has_outcome or record.seq != seq
+    return count
 
 
 def _totals(state: RunState, tally: _Tally) -> dict[str, int]:
@@ -188,9 +207,11 @@ def check_complete(state: RunState, decisions: Decisions | None = None) -> None:
     retryable = any(unfinished[v] for v in ("pending", "retry", "rejudge"))
     parts = ", ".join(f"{n} {value}" for value, n in sorted(unfinished.items()))
     helps = sorted({_HELP[value] for value in unfinished})
+    left = sum(unfinished.values())
     raise RecoveryIncomplete(
-        f"the saved results are valid, but {sum(unfinished.values())} of "
-        f"{len(decisions)} rollouts are unfinished ({parts}); next: "
+        f"the saved results are valid, but {left} of "
+        f"{plural(len(decisions), 'rollout')} {'is' if left == 1 else 'are'} "
+        f"unfinished ({parts}); next: "
         + " / ".join(f"`{command}`" for command in helps),
         retryable=retryable,
         counts=dict(unfinished),

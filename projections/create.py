@@ -20,6 +20,7 @@ from ledger import (
     RunLock,
     RunManifest,
     adopted_inputs,
+    check_new_run,
     creation_policy,
     read_plan_rows,
 )
@@ -38,6 +39,8 @@ class CreatedRun(msgspec.Struct, frozen=True, kw_only=True):
     cap: int
     config_digest: str
     journal_mode: str
+    #: Nothing was written: what ``create`` would start (its run id a sample).
+    dry_run: bool = False
 
 
 def with_agent(rows: Iterable[Any], config: Mapping[str, Any]) -> list[Any]:
@@ -68,16 +71,42 @@ def create_run(
     policy_file: Path | str | None = None,
     journal_mode: str = "wal",
     clock: Clock | None = None,
+    dry_run: bool = False,
 ) -> CreatedRun:
     """Start the run at ``out`` from ``inputs`` (a JSON Lines file, or the rows).
 
     ``config`` and ``global_config`` are plain data with their interpolations
     unresolved (ID-2). The policy is ``policy_file``, else the owning
     launcher's, else the defaults (REC-61); ``max_attempts`` defaults to the
-    environment's cap, else 3. Refuses a run that exists.
+    environment's cap, else 3. Refuses a run that exists. ``dry_run`` makes
+    every check ``create`` makes and writes nothing (no lock, no file).
     """
     given = read_plan_rows(inputs)[0] if isinstance(inputs, str | Path) else inputs
     clock = clock if clock is not None else Clock()
+    if dry_run:
+        adopted = adopted_inputs(out, inputs)
+        rows = list(given) if adopted is not None else with_agent(given, config)
+        creation_policy(out, policy_file=policy_file)
+        manifest = RunManifest.create(
+            source,
+            rows,
+            config,
+            global_config,
+            max_rollout_attempts=max_attempts,
+            run_dir=out.parent if isinstance(out, Path) else None,
+            clock=clock,
+            materialized_bytes=adopted,
+        )
+        entries = check_new_run(out, rows, materialized=adopted).entries
+        return CreatedRun(
+            run_id=manifest.run_id,
+            rollouts=len(entries),
+            tasks=len({entry[0] for entry in entries}),
+            cap=manifest.max_rollout_attempts,
+            config_digest=manifest.config_digest,
+            journal_mode=journal_mode,
+            dry_run=True,
+        )
     with RunLock(out) as lock:
         adopted = adopted_inputs(out, inputs)
         # REC-84: adopted inputs are kept byte for byte, so their rows as they are.

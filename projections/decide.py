@@ -17,6 +17,7 @@ from collections.abc import Callable
 import msgspec
 
 from projections.classify import BRANCHES
+from projections.stages import continuation_cut
 from projections.state import (
     CODE_SHIFT,
     RESERVED,
@@ -240,7 +241,18 @@ def _decide(
     if outcome is None:
         return _PENDING
     budget = _Budget(limits, rollout)
-    if outcome.code < 0:  # REC-4: reserved without outcome, an unknown attempt
+    if outcome.code < 0:
+        if (
+            rollout.extras is not None
+            and rollout.next_stage(outcome.attempt) is not None
+            and not continuation_cut(rollout, outcome.attempt)
+        ):
+            # ROW-64: stages saved, the final one missing: unfinished, never
+            # complete; it continues at its first missing stage (plan). A
+            # continuation cut off before its stage's row is an unknown
+            # attempt (REC-4), whose retry continues at that stage.
+            return Decision("pending", outcome.attempt, "ROW-64", None, "unfinished")
+        # REC-4: reserved without outcome, an unknown attempt
         return budget.free_retry(outcome.attempt, "REC-20.1", None, "unknown")
     if _ACTION[outcome.code] == "omission":
         return _omission(rollout, outcome, budget, task_complete())

@@ -19,6 +19,7 @@ from ledger import events as ev
 from ledger.policy.model import RecoveryPolicy
 from ledger.rows.facts import RowFacts
 from projections.classify import CODES, OMISSION, classify
+from projections.stages import stage_reserved, stage_row
 from projections.state import (
     CODE_SHIFT,
     LATE,
@@ -214,6 +215,8 @@ class FoldStep:
             if not bits & RESERVED:
                 record.bits = bits | RESERVED
                 record.seq = record.seq or seq  # an outcome's seq stays
+            if body.stage_index is not None:  # ROW-64: a continuation
+                stage_reserved(rollout, body, seq)
 
     def _outcome(
         self, body: ev.ResultSaved | ev.FailureSaved, seq: int, at: str
@@ -226,6 +229,9 @@ class FoldStep:
         rollout = None if by_rollout is None else by_rollout.get(body.rollout)
         if rollout is None:
             return  # ID-40: rows of other keys never reach the log
+        final = body.final_stage_index
+        if final is not None and stage_row(rollout, body, seq, final):
+            return  # ROW-64: a stage before the final one, saved (or not taken)
         record = self._first_of(rollout, body.attempt, seq)
         if record is None:
             return

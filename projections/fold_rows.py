@@ -22,6 +22,7 @@ from ledger.rows.facts import RowFacts
 from ledger.store.decode import decode_row
 from ledger.store.port import EventRow
 from projections.fold import HANDLERS, NEEDS_AT, FoldStep, Outcome
+from projections.stages import stage_reserved
 from projections.state import RESERVED
 
 __all__ = ["FAST_DECODER", "FoldRow", "RowFold"]
@@ -90,6 +91,8 @@ class RowFold(FoldStep):
                     if not bits & RESERVED:
                         record.bits = bits | RESERVED
                         record.seq = record.seq or seq  # an outcome's seq stays
+                    if body.stage_index is not None:  # ROW-64: a continuation
+                        stage_reserved(rollout, body, seq)
             elif mode == _SAVED and type(body.facts) is msgspec.Raw:
                 key = bytes(body.facts)
                 outcome = outcomes.get(key)

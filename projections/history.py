@@ -15,40 +15,18 @@ from typing import Any
 
 import msgspec
 
-from ledger import MAX_SEQ, bounded, redact_secrets, rollout_index, task_index
+from ledger import MAX_SEQ, bounded, plural, redact_secrets, rollout_index, task_index
 from ledger import events as ev
 from ledger.errors import ConfigError
 from projections.decide import Decision, decide
+from projections.history_rows import row_text, score_text
 from projections.replay import EventSource, replay
-from projections.state import RunState
+from projections.row_lines import RowLines
+from projections.rule_words import RULES
+from projections.state import RolloutState, RunState
+from projections.words import describe_rollout
 
 __all__ = ["RULES", "History", "HistoryEntry", "history"]
-
-#: A few words for each rule a decision names (CLI-8: "REC-20.5a final agent
-#: timeout").
-RULES = {
-    "REC-4": "free-attempt guard",
-    "REC-20.1": "no outcome yet",
-    "REC-20.2": "omission",
-    "REC-20.3": "judge-only re-judgment",
-    "REC-20.4a": "masked result with a regrade kind",
-    "REC-20.4b": "masked infrastructure result",
-    "REC-20.4c": "masked kept answer without a grade",
-    "REC-20.4d": "infrastructure agent timeout",
-    "REC-20.4e": "result",
-    "REC-20.5a": "final agent timeout",
-    "REC-20.5b": "terminal failure",
-    "REC-20.5c": "infrastructure agent timeout",
-    "REC-20.5d": "failure with a recorded grade",
-    "REC-20.5e": "free lifecycle failure",
-    "REC-20.5f": "route failure",
-    "REC-20.5g": "regrade kind with a saved answer",
-    "REC-20.5h": "kept saved answer",
-    "REC-20.5i": "failure",
-    "REC-82": "invalid judge response",
-    "REC-25": "approved rerun",
-    "REC-35": "omission alongside completed tasks",
-}
 
 
 class HistoryEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -78,6 +56,8 @@ class History(msgspec.Struct, frozen=True, kw_only=True):
 
     entries: tuple[HistoryEntry, ...]
     decision: Decision | None = None
+    #: The decision in words, as the run decided it (its id stays in ``decision``).
+    words: str | None = None
 
     @property
     def why(self) -> str | None:
@@ -96,21 +76,6 @@ _KEYED = (ev.RerunApproved, ev.AttemptReserved, ev.JudgeAdmitted, *_OUTCOMES)
 
 def _short(digest: str) -> str:
     return digest[:12]
-
-
-def _score(value: float | None) -> str:
-    return "none" if value is None else f"{value:g}"
-
-
-def _outcome(body: Any) -> str:
-    facts = body.facts
-    where = f"{body.location.file}@{body.location.offset}"
-    if isinstance(body, ev.ResultSaved):
-        masked = ", masked" if facts.masked else ""
-        return f"result, reward {_score(facts.reward)}{masked} ({where})"
-    kind = facts.selected_kind or "unclassified"
-    terminal = ", terminal" if facts.terminal else ""
-    return f"failure {kind}{terminal} (sidecar line {body.sidecar_line + 1})"
 
 
 def _released(
@@ -139,21 +104,23 @@ def _reason(text: str | None) -> str:
 
 def _judged(body: ev.JudgeOutcomeSaved) -> str:
     if body.outcome == "graded":
-        return f"judged: graded, reward {_score(body.reward)}"
+        return f"judged: graded, reward {score_text(body.reward)}"
     return f"judged: failed ({body.failure_kind or 'unclassified'})"
 
 
 _SUMMARIES: dict[type[Any], Callable[[Any], str]] = {
     ev.RunCreated: lambda b: (
-        f"run {b.run_id}: {len(b.index)} rollouts, cap {b.max_rollout_attempts}, "
+        f"run {b.run_id}: {plural(len(b.index), 'rollout')}, cap "
+        f"{b.max_rollout_attempts}, "
         f"config {_short(b.config_digest)}"
     ),
     ev.LegacyImported: lambda b: (
-        f"imported {b.rows_imported} of {b.rows_read} rows ({b.rows_rejected} rejected)"
+        f"imported {b.rows_imported} of {plural(b.rows_read, 'row')} "
+        f"({b.rows_rejected} rejected)"
     ),
-    ev.AttemptReserved: lambda b: "reserved",
-    ev.ResultSaved: _outcome,
-    ev.FailureSaved: _outcome,
+    ev.AttemptReserved: lambda b: (
+        "reserved" if b.stage_index is None else f"reserved from stage {b.stage_index}"
+    ),
     ev.OmissionSaved: lambda b: f"omission{_reason(b.reason)}",
     ev.JudgeAdmitted: lambda b: f"judge admitted ({b.admission_id})",
     ev.JudgeOutcomeSaved: _judged,
@@ -182,31 +149,9 @@ _SUMMARIES: dict[type[Any], Callable[[Any], str]] = {
         f"identity overridden ({_short(b.from_digest)} -> {_short(b.to_digest)}): "
         f"{', '.join(b.semantic_keys)}{_reason(b.reason)}"
     ),
-    ev.TailRepaired: lambda b: _TAIL_TEXT.get(b.action, _cut_text)(b),
     ev.ResumeStarted: lambda b: (
         "resume: "
         + ", ".join(f"{name} {count}" for name, count in sorted(b.counts.items()))
-    ),
-}
-
-
-def _cut_text(b: ev.TailRepaired) -> str:
-    kind = "blank" if b.saved_as.rpartition("/")[2].startswith("blank-") else "torn"
-    return (
-        f"{kind} tail of {b.file} cut at byte {b.offset} ({b.length} bytes, saved "
-        f"as {b.saved_as})"
-    )
-
-
-#: REC-83: a kept last row's newline, appended or found.
-_TAIL_TEXT: dict[str, Callable[[ev.TailRepaired], str]] = {
-    ev.NEWLINE_APPENDED: lambda b: (
-        f"newline appended to the last row of {b.file} at byte {b.offset} "
-        "(a complete row; kept)"
-    ),
-    ev.NEWLINE_RECORDED: lambda b: (
-        f"newline another writer appended to the last row of {b.file}, at byte "
-        f"{b.offset}, recorded"
     ),
 }
 
@@ -218,8 +163,9 @@ def _json(value: Any) -> str:
 class _Trail:
     """Keys and marks of events, read off the folded state."""
 
-    def __init__(self, state: RunState) -> None:
+    def __init__(self, state: RunState, lines: RowLines) -> None:
         self.state = state
+        self.lines = lines
         self._admissions: dict[str, tuple[int, int, int]] | None = None
 
     def admission(self, admission_id: str) -> tuple[int, int, int] | None:
@@ -248,6 +194,9 @@ class _Trail:
         if rollout is None:
             return ()
         if isinstance(body, _OUTCOMES):
+            stage_mark = _stage_mark(rollout, body, event.seq)
+            if stage_mark is not None:
+                return stage_mark
             first = rollout.outcomes.get(key[2])
             if first is None or first.seq != event.seq:
                 return ("duplicate",)  # REC-1: the first outcome stands
@@ -269,6 +218,25 @@ class _Trail:
             ):
                 return ("abandoned",)
         return ()
+
+
+def _stage_mark(
+    rollout: RolloutState, body: object, seq: int
+) -> tuple[str, ...] | None:
+    """ROW-64: the mark of a stage row before its final stage (no outcome).
+
+    The row that saved its stage has none; a second row of the stage is a
+    duplicate; a row the fold did not take (late, REC-2) is superseded.
+    ``None`` for any other row.
+    """
+    if not isinstance(body, ev.ResultSaved) or body.stage_index is None:
+        return None
+    if body.stage_index == body.final_stage_index:
+        return None  # the final stage's row is its attempt's outcome
+    saved = (rollout.stages or {}).get(body.stage_index)
+    if saved is None:
+        return ("superseded",)
+    return () if saved[1] == seq else ("duplicate",)
 
 
 def _names(body: Any, task: int | None, rollout: int | None) -> bool:
@@ -307,16 +275,18 @@ def _entries(
             continue
         key = trail.key(event.body)
         if not keyed or (key is not None and _matches(key[:2], task, rollout)):
-            yield _entry(trail, event, key, _summary(event.body))
+            yield _entry(trail, event, key, _summary(event.body, trail.lines))
         elif key is None and _names(event.body, task, rollout):
             # A release that names the rollout(s) asked about, shown for them.
             summary = _released(event.body, task, rollout)  # type: ignore[arg-type]
             yield _entry(trail, event, None, summary)
 
 
-def _summary(body: Any) -> str:
+def _summary(body: Any, lines: RowLines) -> str:
     if isinstance(body, ev.AttemptsReleased):
         return _released(body)
+    if isinstance(body, (ev.ResultSaved, ev.FailureSaved, ev.TailRepaired)):
+        return row_text(body, lines)  # a row by its file and line
     render = _SUMMARIES.get(type(body))
     return render(body) if render is not None else ""
 
@@ -342,8 +312,18 @@ def _sources(
     return replay(source), source.events(start)
 
 
-def _check_bounds(task: int | None, rollout: int | None, since: int | None) -> None:
-    """Each filter within its bound, before anything is read (``ConfigError``)."""
+def _check_bounds(
+    task: int | None, rollout: int | None, since: int | None, kind: str | None
+) -> None:
+    """Each filter within its bound, before anything is read (``ConfigError``).
+
+    ``kind`` names an event kind: a typo would show nothing, silently.
+    """
+    if kind is not None and kind not in ev.KINDS:
+        raise ConfigError(
+            f"{kind!r} is not an event kind; the kinds are {', '.join(ev.KINDS)}",
+            key="kind",
+        )
     if since is not None:
         bounded(since, low=1, high=MAX_SEQ, what="--since takes a seq", key="since")
     if task is not None:
@@ -367,10 +347,11 @@ def history(
     ``events`` it was folded from. With both ``task`` and ``rollout``, the
     history carries that rollout's decision (``ConfigError`` for an unknown key).
     """
-    _check_bounds(task, rollout, since)
+    _check_bounds(task, rollout, since, kind)
     state, stored = _sources(source, events, since)
-    entries = tuple(_entries(_Trail(state), stored, task, rollout, kind))
-    decision = None
+    lines = RowLines(getattr(source, "files", None))
+    entries = tuple(_entries(_Trail(state, lines), stored, task, rollout, kind))
+    decision = words = None
     if task is not None and rollout is not None:
         if rollout not in state.rollouts.get(task, {}):
             raise ConfigError(
@@ -378,4 +359,5 @@ def history(
                 key="task",
             )
         decision = decide(state, task, rollout)
-    return History(entries=entries, decision=decision)
+        words = describe_rollout(state, task, rollout, decision)
+    return History(entries=entries, decision=decision, words=words)

@@ -14,7 +14,8 @@ counting options (its ``_aggregate_metrics.json``, reference 1.10) says so:
   never "missing".
 
 Masked results (ROW-41, ROW-42), unscored results (a complete rollout with no
-numeric reward) and accepted omissions never enter the mean.
+numeric reward) and omissions, accepted or held (REC-35), never enter the
+mean, whatever the options.
 
 The figures: the mean, its standard error (sample standard deviation over
 ``sqrt(n)``, none below two values), a 95% Student's t interval, per-task
@@ -45,6 +46,7 @@ __all__ = [
     "pass_at_k",
     "reward_metrics",
     "t_quantile_975",
+    "unfinished_kind",
 ]
 
 Decisions = dict[tuple[int, int], Decision]
@@ -102,9 +104,10 @@ class RewardMetrics(msgspec.Struct, frozen=True, kw_only=True):
     """The reward figures of a run's selected results, and what they cover.
 
     The counts add up to ``expected``: ``scored + unscored`` are the complete
-    rollouts; ``omitted``, ``masked``, ``failure_classes``, ``missing`` and
-    ``other`` (not complete, the newest outcome an unmasked result row, e.g.
-    one waiting for a re-judgment) are not.
+    rollouts; ``omitted`` (accepted, or an omission held for an operator),
+    ``masked``, ``failure_classes``, ``missing`` and ``other`` (not complete,
+    the newest outcome an unmasked result row, e.g. one waiting for a
+    re-judgment) are not (see ``unfinished_kind``).
     """
 
     as_of_seq: int
@@ -227,21 +230,42 @@ class _Sorted:
         if decision.value == "omitted":
             self.omitted += 1
             return
-        newest = next((a for a in rollout.newest_first() if a.has_outcome), None)
-        if newest is None:
+        kind = unfinished_kind(rollout)
+        if kind == "missing":
             self.missing += 1
             if missing_as_zero:
                 self.missing_zeros += 1
                 self.add(task, 0.0)
-        elif newest.row_kind == "failure":
+        elif kind == "failure_classes":
             self.failure_classes += 1
             if failures_as_zero:
                 self.failure_zeros += 1
                 self.add(task, 0.0)
-        elif newest.flags & MASKED:
+        elif kind == "omitted":
+            self.omitted += 1
+        elif kind == "masked":
             self.masked += 1
         else:
             self.other += 1
+
+
+def unfinished_kind(rollout: RolloutState) -> str:
+    """Where a rollout that is neither complete nor omitted is counted.
+
+    ``missing``: no outcome recorded (no row in either file); ``failure_classes``:
+    its newest outcome is a failure row of the sidecar; ``omitted``: an
+    omission not (yet) accepted, which no option scores (REC-35: no score is
+    ever invented for an omitted rollout); ``masked``: a masked result;
+    ``other``: an unmasked result row (one waiting for a re-judgment, say).
+    """
+    newest = next((a for a in rollout.newest_first() if a.has_outcome), None)
+    if newest is None:
+        return "missing"
+    if newest.row_kind == "failure":
+        return "failure_classes"
+    if newest.row_kind == "omission":
+        return "omitted"
+    return "masked" if newest.flags & MASKED else "other"
 
 
 def _pass_at_k(values: Iterable[list[float]], correct_at: float) -> list[PassAtK]:

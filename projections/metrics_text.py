@@ -46,12 +46,12 @@ def _mean_line(m: RewardMetrics) -> str:
         if m.count_failure_classes_as_zero:
             parts.append(
                 f"{m.failure_classes_counted_as_zero} failed counted as zero "
-                "(count failure classes as zero)"
+                "(--count-failure-classes-as-zero)"
             )
         if m.count_missing_rollouts_as_zero:
             parts.append(
                 f"{m.missing_counted_as_zero} missing counted as zero "
-                "(count missing rollouts as zero)"
+                "(--count-missing-rollouts-as-zero)"
             )
         line = f"{head} over {_plural(m.n, 'rollout')}: " + ", ".join(parts)
     if m.n == 1:
@@ -91,6 +91,25 @@ def _left_out_line(m: RewardMetrics) -> str | None:
     return line
 
 
+def _zeros_note(m: RewardMetrics) -> str:
+    """Beside a figure the counting options changed: how many zeros it holds."""
+    zeros = m.failure_classes_counted_as_zero + m.missing_counted_as_zero
+    return f"; {_plural(zeros, 'rollout')} counted as zero" if zeros else ""
+
+
+def _pass_line(m: RewardMetrics) -> str:
+    tasks = {p.tasks for p in m.pass_at_k}
+    correct = f"correct: reward ≥ {m.correct_at:g}"
+    if len(tasks) == 1:  # every task has every k
+        figures = ", ".join(f"pass@{p.k} {p.value:.2f}" for p in m.pass_at_k)
+        (count,) = tasks
+        return f"{figures} ({correct}; {_plural(count, 'task')}{_zeros_note(m)})"
+    figures = ", ".join(
+        f"pass@{p.k} {p.value:.2f} ({_plural(p.tasks, 'task')})" for p in m.pass_at_k
+    )
+    return f"{figures}; {correct}{_zeros_note(m)}"
+
+
 def metrics_lines(m: RewardMetrics) -> list[str]:
     """The figures in words, for ``status`` and the report (first line: completion)."""
     if m.expected:
@@ -103,16 +122,12 @@ def metrics_lines(m: RewardMetrics) -> list[str]:
     if left_out is not None:
         lines.append(left_out)
     if m.pass_at_k:
-        figures = ", ".join(f"pass@{p.k} {p.value:.2f}" for p in m.pass_at_k)
-        lines.append(
-            f"{figures} (correct: reward ≥ {m.correct_at:g}; "
-            f"{_plural(m.pass_at_k[0].tasks, 'task')})"
-        )
+        lines.append(_pass_line(m))
     if len(m.per_task) > 1:
         low = min(m.per_task, key=lambda t: (t.mean, t.task))
         high = max(m.per_task, key=lambda t: (t.mean, -t.task))
         lines.append(
             f"per task: {len(m.per_task)} tasks, means from {low.mean:.2f} "
-            f"(task {low.task}) to {high.mean:.2f} (task {high.task})"
+            f"(task {low.task}) to {high.mean:.2f} (task {high.task}){_zeros_note(m)}"
         )
     return lines

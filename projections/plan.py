@@ -69,6 +69,10 @@ def in_flight(state: RunState, rollout: RolloutState) -> bool:
     """REC-3: reserved or admitted since the latest resume_started, without outcome."""
     since = state.latest_resume_seq
     reserved = any(a.unknown and a.seq > since for a in rollout.newest_first())
+    continued = rollout.continued if rollout.extras is not None else None
+    if continued is not None and continued[2] > since:  # ROW-64: a continuation
+        record = rollout.attempt(continued[0])
+        reserved = reserved or (record is not None and not record.has_outcome)
     admitted = any(j.outcome is None and j.seq > since for j in rollout.all_judgments())
     return reserved or admitted
 

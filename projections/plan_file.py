@@ -20,9 +20,12 @@ from ledger import (
     Clock,
     ConfigError,
     Ledger,
+    Refused,
+    RunLock,
     atomic_replace,
     check_outputs,
     open_run,
+    plural,
     read_plan_rows,
     record_plan_rows,
 )
@@ -48,6 +51,8 @@ class RecordedOutcomes(msgspec.Struct, frozen=True):
     #: Events appended, by kind (``attempt_reserved``, ``result_saved``, ...),
     #: and ``already_recorded``: rows skipped because their attempt has its outcome.
     counts: dict[str, int]
+    #: The events would be appended: nothing was recorded.
+    dry_run: bool = False
 
 
 def write_plan_file(path: Path | str, plan: Plan) -> None:
@@ -96,16 +101,54 @@ def resume_with_plan_file(
 
 
 def record_outcomes(
-    out: Path | str, rows_file: Path | str, *, clock: Clock | None = None
+    out: Path | str,
+    rows_file: Path | str,
+    *,
+    clock: Clock | None = None,
+    dry_run: bool = False,
 ) -> RecordedOutcomes:
     """Record a plan file's outcome rows in the run at ``out``, then republish.
 
     The rows are read before the run is opened, so a file that is not JSON
     Lines is refused without taking the lock; a row that fits no released
-    attempt or re-judgment refuses the whole file (CLI-5).
+    attempt or re-judgment refuses the whole file (CLI-5). ``dry_run`` checks
+    every row as recording would and counts the events it would append,
+    recording nothing.
     """
     rows, lines = read_plan_rows(rows_file)
+    if dry_run:
+        return _preview(out, rows, lines, str(rows_file), clock)
     with open_run(out, write=True, clock=clock) as led:
         counts = record_plan_rows(led, rows, lines=lines, source=str(rows_file))
         publish(led, replay(led))
     return RecordedOutcomes(len(rows), counts)
+
+
+def _preview(
+    out: Path | str,
+    rows: list[Any],
+    lines: list[int],
+    source: str,
+    clock: Clock | None,
+) -> RecordedOutcomes:
+    """``record --dry-run``: the rows checked under the lock, nothing committed.
+
+    A writer's open would first record rows a killed collector left (EV-12);
+    a preview refuses rather than make those repairs, and its own open skips
+    them (``adopting``), so nothing is written.
+    """
+    with open_run(out) as reader:
+        pending = reader.pending_repairs()
+    if pending:
+        raise Refused(
+            f"{out} has {plural(len(pending), 'row or line', 'rows or lines')} "
+            "that recording repairs or adopts first (see `rollout-ledger status`), "
+            "so a dry run cannot show "
+            "what recording would do; nothing was recorded"
+        )
+    with (
+        RunLock(out) as lock,
+        Ledger.open(out, lock=lock, clock=clock, adopting=True) as led,
+    ):
+        counts = record_plan_rows(led, rows, lines=lines, source=source, dry_run=True)
+    return RecordedOutcomes(len(rows), counts, dry_run=True)

@@ -15,7 +15,7 @@ from projections.coverage import coverage
 from projections.decide import Decision
 from projections.state import RunState
 
-__all__ = ["publish", "rendered_files"]
+__all__ = ["publish", "rendered_files", "stale_files"]
 
 
 def _clean(text: str) -> str:
@@ -76,3 +76,19 @@ def publish(
     for name, data in rendered_files(state, decisions).items():
         if data is not None:
             ledger.files.publish(name, data)
+
+
+def stale_files(
+    ledger: Ledger,
+    state: RunState,
+    decisions: dict[tuple[int, int], Decision] | None = None,
+) -> tuple[str, ...]:
+    """The published files ``publish`` would change: missing or other bytes.
+
+    A reader's question (``status --publish --dry-run``): nothing is written.
+    """
+    return tuple(
+        name
+        for name, data in rendered_files(state, decisions).items()
+        if data is not None and ledger.files.read_published(name) != data
+    )

@@ -43,7 +43,11 @@ _READ_CHUNK = 512
 def read_materialized(
     ledger: Ledger, state: RunState, keys: Sequence[tuple[int, int, int]]
 ) -> list[dict[str, Any]]:
-    """The materialized rows of ``keys``, stamped with attempt and run id (REC-56)."""
+    """The materialized rows of ``keys``, stamped with attempt and run id (REC-56).
+
+    A multistage rollout with saved stages also gets the first missing
+    ``stage_index``, where its collector continues (ROW-64).
+    """
     rows = []
     name = ledger.files.names.materialized
     rollouts = [(state.rollout(task, index), attempt) for task, index, attempt in keys]
@@ -63,6 +67,10 @@ def read_materialized(
                     ) from exc
                 row["_ng_attempt_index"] = attempt
                 row["_ng_run_id"] = state.run_id
+                if rollout.extras is not None:  # ROW-64: saved stages never rerun
+                    stage = rollout.next_stage()
+                    if stage is not None:
+                        row["stage_index"] = stage
                 rows.append(row)
     return rows
 

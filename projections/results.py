@@ -9,21 +9,36 @@ decides once, and says how many rows the stream will hold (for a progress bar).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import hashlib
+import logging
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
 from ledger import CorruptLedger, Ledger
+from ledger.event_views import (
+    FailureSavedLocation,
+    JudgeOutcomeLocation,
+    ResultSavedLocation,
+)
 from ledger.events import Location
 from ledger.store.port import RowReader, RunFiles
-from projections.coverage import coverage
 from projections.decide import Decision, decide_all
 from projections.replay import replay
+from projections.row_lines import RowLines
 from projections.state import RolloutState, RunState
 
-__all__ = ["ResultRows", "result_rows", "selected_results"]
+__all__ = [
+    "ChangedRow",
+    "ResultRows",
+    "changed_rows",
+    "result_rows",
+    "selected_results",
+]
+
+log = logging.getLogger("projections")
 
 Decisions = dict[tuple[int, int], Decision]
 
@@ -40,6 +55,60 @@ class ResultRows:
 _CHUNK = 512
 
 _DECODER = msgspec.json.Decoder(dict[str, Any])
+#: The digest of a place that is not a recorded row (an unfinished rollout's
+#: materialized input, for ``--all``): never compared.
+_UNRECORDED = "0" * 64
+
+
+class ChangedRow(msgspec.Struct, frozen=True):
+    """R-7: a selected row whose bytes no longer match the digest recorded for it."""
+
+    task: int
+    rollout: int
+    seq: int
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return (
+            f"{self.file} line {self.line} (task {self.task}, rollout "
+            f"{self.rollout}) changed since it was recorded"
+        )
+
+
+def _line_of(files: RunFiles, file: str, offset: int) -> int:
+    """The line number (from 1) of the row at byte ``offset`` of ``file``."""
+    line, position = 1, 0
+    for chunk in files.chunks(file):
+        if position + len(chunk) >= offset:
+            return line + chunk.count(b"\n", 0, offset - position)
+        line += chunk.count(b"\n")
+        position += len(chunk)
+    return line
+
+
+def _changed(
+    files: RunFiles, key: tuple[int, int], seq: int | None, where: Location, data: bytes
+) -> ChangedRow | None:
+    """R-7's check of one row read (verify's, for this row only), else ``None``."""
+    if seq is None or where.row_sha256 == _UNRECORDED:
+        return None
+    if hashlib.sha256(data).hexdigest() == where.row_sha256:
+        return None
+    line = _line_of(files, where.file, where.offset)
+    return ChangedRow(key[0], key[1], seq, files.describe(where.file), line)
+
+
+def _warn(row: ChangedRow) -> None:
+    log.warning("%s; it is used as it stands now (see `rollout-ledger verify`)", row)
+
+
+def _refuse(row: ChangedRow) -> None:
+    raise CorruptLedger(
+        f"{row}, so it is not written; see `rollout-ledger verify`, or write the "
+        "row as it stands now with --allow-changed",
+        path=row.file,
+    )
 
 
 def _source_seq(rollout: RolloutState, decision: Decision) -> int | None:
@@ -52,14 +121,35 @@ def _source_seq(rollout: RolloutState, decision: Decision) -> int | None:
     return None if outcome is None else outcome.seq
 
 
+# Where an outcome's row is, read without its facts (P-4); a body that does not
+# decode so is decoded in full, as ``Ledger.events`` does.
+_Located = ResultSavedLocation | FailureSavedLocation | JudgeOutcomeLocation
+_LOCATION_DECODER = msgspec.json.Decoder(_Located)
+_LOCATED: dict[type, str] = {
+    ResultSavedLocation: "result_saved",
+    FailureSavedLocation: "failure_saved",
+    JudgeOutcomeLocation: "judge_outcome_saved",
+}
+
+
 def _locations(ledger: Ledger, wanted: set[int]) -> dict[int, Location]:
+    """The row location of each outcome event in ``wanted``: one read of them all."""
     found: dict[int, Location] = {}
-    if not wanted:
-        return found
-    for event in ledger.events(min(wanted)):
-        where = getattr(event.body, "location", None)
-        if event.seq in wanted and isinstance(where, Location):
-            found[event.seq] = where
+    missed: list[int] = []
+    for row in ledger.raw_events_at(sorted(wanted)):
+        try:
+            view = _LOCATION_DECODER.decode(bytes(row.body))
+        except (msgspec.DecodeError, RecursionError):
+            view = None
+        if view is not None and _LOCATED[type(view)] == row.kind:
+            found[row.seq] = view.location
+        else:
+            missed.append(row.seq)
+    for seq in missed:  # decoded in full: its error, or a location of another kind
+        event = next(ledger.events(seq), None)
+        where = None if event is None else getattr(event.body, "location", None)
+        if event is not None and event.seq == seq and isinstance(where, Location):
+            found[seq] = where
     return found
 
 
@@ -73,17 +163,14 @@ def _decoded(files: RunFiles, where: Location, data: bytes | None) -> dict[str, 
         return _DECODER.decode(data)
     except (msgspec.DecodeError, RecursionError) as exc:
         raise CorruptLedger(
-            f"the row at byte {where.offset} of {where.file} no longer decodes "
-            f"({exc}); run `rollout-ledger verify`",
+            f"the row at {RowLines(files).where(where.file, where.offset)} no "
+            f"longer decodes ({exc}); run `rollout-ledger verify`",
             path=files.describe(where.file),
         ) from exc
 
 
-def _read_all(
-    files: RunFiles, reader: RowReader, places: list[Location]
-) -> list[dict[str, Any]]:
-    found = reader.read_many([(w.file, w.offset, w.length) for w in places])
-    return [_decoded(files, w, data) for w, data in zip(places, found, strict=True)]
+def _read_raw(reader: RowReader, places: list[Location]) -> list[bytes | None]:
+    return reader.read_many([(w.file, w.offset, w.length) for w in places])
 
 
 def _scored(row: dict[str, Any], decision: Decision) -> dict[str, Any]:
@@ -105,38 +192,125 @@ def selected_results(
     *,
     all: bool = False,
 ) -> Iterator[dict[str, Any]]:
-    """CLI-12's rows, streamed; ``all`` adds every other rollout with its decision."""
-    yield from _selected(ledger, state, decide_all(state), all=all)
+    """CLI-12's rows, streamed; ``all`` adds every other rollout with its decision.
+
+    A row that changed since it was recorded (R-7) is used as it stands, with
+    a warning on the ``projections`` logger.
+    """
+    decisions = decide_all(state)
+    entries = _entries(state, decisions, all)
+    yield from _selected(ledger, state, decisions, entries, changed=_warn)
 
 
-def result_rows(ledger: Ledger, *, all: bool = False) -> ResultRows:
-    """CLI-12's rows of the run as its log stands, and their number."""
+def result_rows(
+    ledger: Ledger, *, all: bool = False, allow_changed: bool = False
+) -> ResultRows:
+    """CLI-12's rows of the run as its log stands, and their number.
+
+    R-7: a row that changed since it was recorded stops the stream with
+    ``CorruptLedger`` (naming its file and line) when it is reached; with
+    ``allow_changed`` it is written as it stands, with a warning.
+    """
     state = replay(ledger)
     decisions = decide_all(state)
-    count = state.expected if all else coverage(state, decisions).decisions["complete"]
-    return ResultRows(count, _selected(ledger, state, decisions, all=all))
+    entries = _entries(state, decisions, all)
+    changed = _warn if allow_changed else _refuse
+    rows = _selected(ledger, state, decisions, entries, changed=changed)
+    return ResultRows(len(entries), rows)
+
+
+def changed_rows(
+    ledger: Ledger, state: RunState, decisions: Decisions
+) -> list[ChangedRow]:
+    """R-7 for the rows ``results`` would write: each one whose bytes changed.
+
+    Reads the rows ``results`` writes only (the selected row of each complete
+    rollout, and a multistage rollout's earlier stages), as ``results`` does,
+    and compares each with the digest recorded for it; nothing decoded.
+    """
+    found: list[ChangedRow] = []
+    entries = _entries(state, decisions, False)
+    for key, seq, _, where, data in _raw_selected(ledger, state, entries):
+        if data is not None:
+            one = _changed(ledger.files, key, seq, where, data)
+            found += [] if one is None else [one]
+    return found
+
+
+#: One row ``results`` writes: its rollout, the seq of the event that located
+#: it (``None``: the materialized row), and whether it carries the decision's
+#: score (a multistage rollout's earlier stages keep their own, ROW-64).
+_Entry = tuple[tuple[int, int], int | None, bool]
+
+
+def _entries(state: RunState, decisions: Decisions, all: bool) -> list[_Entry]:
+    entries: list[_Entry] = []
+    for key, decision in decisions.items():
+        if decision.value != "complete" and not all:
+            continue
+        rollout = state.rollout(*key)
+        seq = _source_seq(rollout, decision)
+        if decision.value == "complete" and rollout.extras is not None:
+            stages = _stage_seqs(rollout, decision.attempt)
+            entries.extend((key, stage, False) for stage in stages)
+        entries.append((key, seq, True))
+    return entries
+
+
+def _stage_seqs(rollout: RolloutState, attempt: int) -> list[int]:
+    """ROW-64: the seqs of a complete rollout's saved stages before its final one.
+
+    Each saved stage row is written, in stage order, as 0.7.0 aggregates them;
+    the final stage is the selected ``attempt``'s outcome (or its re-judgment).
+    """
+    stages = rollout.stages or {}
+    record = rollout.attempt(attempt)
+    final = None if record is None else record.seq
+    return [stages[s][1] for s in sorted(stages) if stages[s][1] != final]
 
 
 def _selected(
-    ledger: Ledger, state: RunState, decisions: Decisions, *, all: bool
+    ledger: Ledger,
+    state: RunState,
+    decisions: Decisions,
+    entries: list[_Entry],
+    *,
+    changed: Callable[[ChangedRow], None],
 ) -> Iterator[dict[str, Any]]:
-    sources = {
-        key: _source_seq(state.rollout(*key), decision)
-        for key, decision in decisions.items()
-        if decision.value == "complete" or all
-    }
-    locations = _locations(ledger, {seq for seq in sources.values() if seq is not None})
     files = ledger.files
-    keys = list(sources)
+    for key, seq, scored, where, data in _raw_selected(ledger, state, entries):
+        if data is not None:
+            one = _changed(files, key, seq, where, data)
+            if one is not None:
+                changed(one)
+        row = _decoded(files, where, data)
+        decision = decisions[key]
+        yield _scored(row, decision) if scored else _stage(row, decision)
+
+
+def _raw_selected(
+    ledger: Ledger, state: RunState, entries: list[_Entry]
+) -> Iterator[tuple[tuple[int, int], int | None, bool, Location, bytes | None]]:
+    locations = _locations(ledger, {seq for _, seq, _ in entries if seq is not None})
+    files = ledger.files
     with files.reader() as reader:
         # Read in chunks: one query per chunk where the rows are in a store.
-        for start in range(0, len(keys), _CHUNK):
-            chunk = keys[start : start + _CHUNK]
+        for start in range(0, len(entries), _CHUNK):
+            chunk = entries[start : start + _CHUNK]
             places = [
-                _place(files, state, key, sources[key], locations) for key in chunk
+                _place(files, state, key, seq, locations) for key, seq, _ in chunk
             ]
-            for key, row in zip(chunk, _read_all(files, reader, places), strict=True):
-                yield _scored(row, decisions[key])
+            found = _read_raw(reader, places)
+            for (key, seq, scored), where, data in zip(
+                chunk, places, found, strict=True
+            ):
+                yield key, seq, scored, where, data
+
+
+def _stage(row: dict[str, Any], decision: Decision) -> dict[str, Any]:
+    # ROW-64: an earlier stage of a complete rollout, with its own reward.
+    row["_ng_decision"] = decision.reason
+    return row
 
 
 def _place(

@@ -30,6 +30,7 @@ from ledger import (
     adopt_advice,
     attempt_key,
     bounded,
+    plural,
 )
 from ledger.events import (
     AnyEvent,
@@ -143,7 +144,8 @@ def _cap_warning(state: RunState) -> list[str]:
     if value and value != str(state.max_rollout_attempts):
         return [
             f"NEMO_GYM_MAX_ROLLOUT_ATTEMPTS is {value!r}, but this run was created "
-            f"with {state.max_rollout_attempts} attempts; the saved cap stands "
+            f"with {plural(state.max_rollout_attempts, 'attempt')}; the saved cap "
+            "stands "
             "(raise it with --extend-attempts)"
         ]
     return []

@@ -18,7 +18,7 @@ import msgspec
 from ledger import Ledger, event_views, facts_rules
 from ledger.policy.model import RecoveryPolicy
 from ledger.rows import failure_kinds
-from projections import attempt, classify, fold, fold_rows
+from projections import attempt, classify, fold, fold_rows, stages
 from projections import state as state_module
 from projections.bulk import gc_paused
 from projections.state import RunState
@@ -41,6 +41,7 @@ FOLD_MODULES: tuple[ModuleType, ...] = (
     attempt,
     fold,
     fold_rows,
+    stages,
     event_views,
     classify,
     facts_rules,

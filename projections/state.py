@@ -51,6 +51,10 @@ class RolloutExtras(msgspec.Struct, array_like=True, omit_defaults=True, gc=Fals
     superseded: int = 0
     judgments: dict[int, list[Judgment]] | None = None
     approvals: dict[int, int] | None = None  # attempt -> seq of its approval
+    # ROW-64: stage -> (attempt, seq) of the row that saved it (multistage rows)
+    stages: dict[int, tuple[int, int]] | None = None
+    # ROW-64: the latest continuation reserved: (attempt, stage, seq)
+    continued: tuple[int, int, int] | None = None
 
 
 class RolloutState(msgspec.Struct, array_like=True, omit_defaults=True, gc=False):
@@ -117,6 +121,46 @@ class RolloutState(msgspec.Struct, array_like=True, omit_defaults=True, gc=False
     @approvals.setter
     def approvals(self, approvals: dict[int, int] | None) -> None:
         self._extras().approvals = approvals
+
+    @property
+    def stages(self) -> dict[int, tuple[int, int]] | None:
+        """ROW-64: saved stage -> ``(attempt, seq)``; ``None`` for a plain rollout."""
+        return None if self.extras is None else self.extras.stages
+
+    def save_stage(self, stage: int, attempt: int, seq: int) -> bool:
+        """ROW-64: keep the first row that saved ``stage``; whether this was it."""
+        extras = self._extras()
+        if extras.stages is None:
+            extras.stages = {}
+        if stage in extras.stages:
+            return False
+        extras.stages[stage] = (attempt, seq)
+        return True
+
+    @property
+    def continued(self) -> tuple[int, int, int] | None:
+        """ROW-64: the latest continuation reserved, ``(attempt, stage, seq)``."""
+        return None if self.extras is None else self.extras.continued
+
+    def continue_at(self, attempt: int, stage: int, seq: int) -> None:
+        """ROW-64: ``attempt`` was reserved again to go on at ``stage``."""
+        self._extras().continued = (attempt, stage, seq)
+
+    def next_stage(self, attempt: int | None = None) -> int | None:
+        """ROW-64: the first stage not saved (``None`` when no stage is).
+
+        With ``attempt``, only when that attempt saved a stage: the attempt is
+        then unfinished until its final stage's row ends it.
+        """
+        stages = self.stages
+        if not stages:
+            return None
+        if attempt is not None and all(a != attempt for a, _ in stages.values()):
+            return None
+        stage = 0
+        while stage in stages:
+            stage += 1
+        return stage
 
     @property
     def attempts(self) -> tuple[Attempt, ...]:

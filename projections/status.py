@@ -21,8 +21,11 @@ from ledger import (
 )
 from projections.coverage import Coverage, check_complete, coverage
 from projections.decide import Decision, decide_all
+from projections.metrics import RewardMetrics, metrics_of
 from projections.publish import publish as publish_files
+from projections.publish import stale_files
 from projections.replay import replay
+from projections.results import ChangedRow, changed_rows
 from projections.state import RunState
 
 __all__ = ["HeldRollout", "Repair", "RunStatus", "adopt_note", "check_run", "status"]
@@ -57,12 +60,33 @@ class RunStatus(msgspec.Struct, frozen=True, kw_only=True):
     adopt: str | None = None
     #: Whether the published files were rewritten from the log.
     published: bool
+    #: R-7: selected rows whose bytes changed since they were recorded.
+    changed: tuple[ChangedRow, ...] = ()
+    #: The reward figures of the selected results (issue 16).
+    metrics: RewardMetrics | None = None
+    #: With ``publish``: the published files that differed from the log (and
+    #: were rewritten, unless a dry run).
+    stale: tuple[str, ...] = ()
 
 
-def status(ledger: Ledger, *, publish: bool = False) -> RunStatus:
-    """The run's status; with ``publish`` (a writer) its files are rewritten too."""
+def status(
+    ledger: Ledger,
+    *,
+    publish: bool = False,
+    dry_run: bool = False,
+    count_failure_classes_as_zero: bool = False,
+    count_missing_rollouts_as_zero: bool = False,
+) -> RunStatus:
+    """The run's status; with ``publish`` (a writer) its files are rewritten too.
+
+    ``dry_run`` with ``publish`` (a reader serves): the files that would be
+    rewritten are named and nothing is written. The two counting options are
+    ``reward_metrics``'s (NeMo Gym 0.7.0's).
+    """
     state = replay(ledger)
     decisions = decide_all(state)
+    stale = stale_files(ledger, state, decisions) if publish else ()
+    publish = publish and not dry_run
     if publish:
         publish_files(ledger, state, decisions)
     pending = ledger.pending_repairs()
@@ -79,8 +103,16 @@ def status(ledger: Ledger, *, publish: bool = False) -> RunStatus:
             Repair(p.file, p.line, p.what) for p in pending if not p.waiting
         ),
         published=publish,
+        stale=stale,
         waiting=waiting,
         adopt=adopt_advice(str(ledger.target), waiting) if waiting else None,
+        changed=tuple(changed_rows(ledger, state, decisions)),
+        metrics=metrics_of(
+            state,
+            decisions,
+            count_failure_classes_as_zero=count_failure_classes_as_zero,
+            count_missing_rollouts_as_zero=count_missing_rollouts_as_zero,
+        ),
     )
 
 

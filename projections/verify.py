@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 
 import msgspec
 
-from ledger import Ledger, LedgerError
+from ledger import Ledger, LedgerError, plural
 from ledger.events import IndexEntry, Location
 from ledger.policy.log import policy_from_json
 from ledger.run.write_index import INDEX_CODE_VERSION, INDEX_KINDS, WriteIndex
@@ -86,7 +86,10 @@ def _check_file(
         first = next(chunks, b"")
     except FileNotFoundError:
         yield Finding(
-            "rows", f"missing, but {len(rows)} recorded rows are in it", file=file
+            "rows",
+            f"missing, but {plural(len(rows), 'recorded row')} "
+            f"{'is' if len(rows) == 1 else 'are'} in it",
+            file=file,
         )
         return
     handle = ChunkReader(itertools.chain([first], chunks))
@@ -214,7 +217,8 @@ def _changed_inputs(ledger: Ledger, name: str) -> list[Finding]:
         findings.append(
             Finding(
                 "inputs",
-                f"the file ends at line {number} but {len(index)} rows were recorded",
+                f"the file ends at line {number} but {plural(len(index), 'row')} "
+                f"{'was' if len(index) == 1 else 'were'} recorded",
                 file=name,
                 line=number + 1,
             )

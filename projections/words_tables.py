@@ -17,6 +17,7 @@ __all__ = [
     "KIND_PHRASES",
     "REASONS",
     "REASON_PHRASES",
+    "REWARD_TERMS",
     "RULES",
     "SIDE_WORDS",
 ]
@@ -45,8 +46,9 @@ REASONS: Final[Mapping[str, str]] = MappingProxyType({
     "graded": "The result row carries a reward from the verifier, and it stands.",
     "graded_failure": "The attempt failed, but a grade was recorded for it; that grade "
     "stands (running it again would replace it).",
-    "settled_zero": "The model ran out of its own time limit without a grade; the "
-    "rollout is scored zero, the model's own result, and never runs again.",
+    "settled_zero": "The model's own failure without a grade (it ran out of its own "
+    "time limit, or failed on its side with an answer kept): the rollout is scored "
+    "zero, the model's own result, and never runs again.",
     "rejudged": "The saved answer was graded again by the judge, and the new grade "
     "stands.",
     "infra_cut": "An infrastructure timeout cut the attempt short and the attempt cap "
@@ -89,6 +91,9 @@ REASONS: Final[Mapping[str, str]] = MappingProxyType({
     "answer is graded again without calling the model.",
     "verification": "The attempt failed during verification with its answer kept; the "
     "saved answer is graded again.",
+    # pending (ROW-64)
+    "unfinished": "A multistage rollout saved some of its stages but not its final "
+    "one; it goes on from its first missing stage.",
     "invalid_judge_response": "The judge's verdict could not be used; with the policy "
     "retry_invalid_judge_responses the saved answer is graded again.",
 })  # fmt: skip
@@ -124,6 +129,12 @@ COVERAGE_TERMS: Final[Mapping[str, str]] = MappingProxyType({
     "this run.",
     "overrides": "Times a resume was forced past a changed configuration "
     "(--allow-unsafe).",
+    "policy": "The run's recovery policy: the settings that decide how failures are "
+    "retried, graded again or held (defaults when none was changed).",
+    "pending repairs": "Rows a killed writer left in a collector file without "
+    "recording them; the next writer records them (status --publish does).",
+    "waiting to be adopted": "Rows another collector appended to the run's files "
+    "without the ledger (NeMo Gym's own --resume, say); import adopts them.",
     "policy changes": "Times the recovery policy was changed for this run.",
     "config": "A short digest of the run's configuration, as saved when it was "
     "created; unverified when the run was imported without one.",
@@ -134,8 +145,38 @@ COVERAGE_TERMS: Final[Mapping[str, str]] = MappingProxyType({
     "compared (typically an imported run).",
     "head seq": "The number of the latest event in the run's log; its hash seals "
     "every event before it.",
+    "dispatch": "Attempts a resume releases to run now (first attempts and retries).",
+    "held_planned": "Held rollouts a resume leaves alone until an operator approves "
+    "them.",
+    "rejudge_planned": "Saved answers a resume releases to be graded again by the "
+    "judge alone.",
+    "in_flight": "Attempts started since the latest resume that have no outcome yet; "
+    "a resume never releases them twice.",
     "verified": "The event log's hash chain and the files it names still match what "
     "was recorded.",
+})  # fmt: skip
+
+#: The reward figures status leads with (projections.metrics, issue 16).
+REWARD_TERMS: Final[Mapping[str, str]] = MappingProxyType({
+    "complete (share)": "How many rollouts are complete of the rollouts expected, "
+    "and the share in percent.",
+    "mean reward": "The mean of the selected results' rewards, with its standard "
+    "error (±) and a 95% interval, over the scored rollouts only.",
+    "scored rollouts": "Complete rollouts with a reward (graded, graded again, a "
+    "settled zero or a recorded grade); the mean is taken over these.",
+    "left out of the mean": "Rollouts with no reward in the figures: failed or "
+    "missing ones (unless a counting option counts them as zero), masked, "
+    "unscored, omitted, or waiting for a grade.",
+    "pass@k": "The chance that at least one of k rollouts of a task is correct, "
+    "averaged over tasks with at least k rollouts (the unbiased estimator).",
+    "correct": "A rollout whose reward is at least the threshold status names (1 "
+    "by default, the full reward of a 0/1 verifier); pass@k counts these.",
+    "per task": "The mean reward of each task's scored rollouts; status names the "
+    "lowest and the highest.",
+    "--count-failure-classes-as-zero": "NeMo Gym 0.7.0's option: an unfinished "
+    "rollout whose newest row is a failure counts as a reward of 0 in the figures.",
+    "--count-missing-rollouts-as-zero": "NeMo Gym 0.7.0's option: a rollout with no "
+    "row at all counts as a reward of 0 in the figures.",
 })  # fmt: skip
 
 #: A short phrase per reason, for one-line decisions (describe_decision).
@@ -143,7 +184,7 @@ REASON_PHRASES: Final[Mapping[str, str]] = MappingProxyType({
     "pending": "no attempt yet",
     "graded": "graded",
     "graded_failure": "failed, but its recorded grade stands",
-    "settled_zero": "scored zero: the model ran out of its own time",
+    "settled_zero": "scored zero, the model's own result",
     "rejudged": "graded again by the judge; the new grade stands",
     "infra_cut": "cut short by infrastructure at the cap; its recorded grade stands",
     "unscored": "no reward recorded",
@@ -161,6 +202,8 @@ REASON_PHRASES: Final[Mapping[str, str]] = MappingProxyType({
     "free_attempts": "too many free attempts (the collector kept dying)",
     "accepted": "left out on purpose; another rollout of its task is complete",
     "open_admission": "a judge-only grading was cut off",
+    "unfinished": "stages saved, the final one missing; goes on from the first "
+    "missing stage",
     "judge_failed": "the judge failed on the saved answer",
     "regrade": "the saved answer is graded again",
     "verification": "failed at verification; the saved answer is graded again",
@@ -183,7 +226,8 @@ KIND_PHRASES: Final[Mapping[str, str]] = MappingProxyType({
     "verifier_error": "the verifier failed",
     "provider_unavailable": "the sandbox provider was unavailable",
     "provider_quota_exhausted": "the sandbox provider's quota ran out",
-    "provider_oom_killed": "the sandbox ran out of memory",
+    "provider_oom_killed": "the sandbox ran out of memory (the model's side at the "
+    "agent stage, the infrastructure's at any other)",
     "session_lost": "the sandbox session was lost",
     "session_expired": "the sandbox session expired",
     "session_release_failed": "the sandbox session could not be released",
@@ -194,6 +238,8 @@ KIND_PHRASES: Final[Mapping[str, str]] = MappingProxyType({
     "cohort_incomplete": "the attempt's group did not complete",
     "agent_timeout": "the agent ran out of its time limit",
     "agent_command_not_allowed": "the agent ran a command it may not run",
+    # A producer class, not a registered kind: an omission's (REC-35).
+    "skipped": "the producer skipped the rollout",
     # ROW-22: retained producer routing names, said as the shared name they mean.
     "timeout_exceeded": "the agent ran out of its time limit",
     "judge_invalid": "the judge's answer could not be read",
@@ -266,6 +312,8 @@ RULES: Final[Mapping[str, str]] = MappingProxyType({
     "REC-40": "A run is complete when every rollout is complete or an accepted "
     "omission.",
     "REC-41": "Coverage: every rollout counted once, by decision and reason.",
+    "ROW-64": "A multistage rollout whose final stage is not saved: it goes on from "
+    "its first missing stage.",
     "REC-81": "With the policy retry_terminal_timeouts, an environment fault that the "
     "producer marked final runs again.",
     "REC-82": "With the policy retry_invalid_judge_responses, a result whose judge's "

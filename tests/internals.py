@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from ledger.identity.plain_data import to_plain
     from ledger.identity.servers import server_blocks
     from ledger.jsonl import encode_row, encode_rows
+    from ledger.legacy.inputs import read_materialized as legacy_read_materialized
     from ledger.legacy.reading import (
         BAD_ATTEMPT,
         BLANK,
@@ -76,7 +77,6 @@ if TYPE_CHECKING:
         OutcomeReader,
         raw_lines,
     )
-    from ledger.legacy.reading import read_materialized as legacy_read_materialized
     from ledger.paths import RunPaths
     from ledger.policy.approvals import parse_approvals, read_approvals
     from ledger.policy.log import policy_changes, policy_from_events, policy_from_json

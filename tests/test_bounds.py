@@ -207,7 +207,7 @@ def test_r5_policy_file_over_the_bound_names_key_and_bound(tmp_path: Path) -> No
         "--policy", policy,
     )  # fmt: skip
     assert result.exit_code == 3
-    assert "max_free_attempts: Input should be less than or equal to 1000000" in (
+    assert "max_free_attempts: must be a whole number from 1 to 1000000" in (
         result.stderr
     )
 

@@ -114,11 +114,12 @@ def test_cli_14_doctor_before_the_run_exists(tmp_path: Path) -> None:
 # -- CLI-1: exit codes ---------------------------------------------------------------
 
 
-def test_cli_1_a_missing_run_is_exit_5_without_a_traceback(cli_run: CliRun) -> None:
+def test_cli_1_a_missing_run_is_exit_3_without_a_traceback(cli_run: CliRun) -> None:
+    """CLI-1: nothing at OUT is a refusal (exit 3), not corrupt saved work (5)."""
     result = cli_run.invoke("status", cli_run.folder / "other.jsonl")
-    assert result.exit_code == 5
+    assert result.exit_code == 3
     assert "Traceback" not in result.stderr
-    assert "create it with `rollout-ledger create`" in result.stderr
+    assert "no run at" in result.stderr
 
 
 def test_cli_1_files_without_a_ledger_point_to_import(cli_run: CliRun) -> None:

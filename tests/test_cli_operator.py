@@ -71,8 +71,10 @@ def test_cli_10_approve_dry_run_lists_every_held_attempt(held: CliRun) -> None:
     before = head(held)
     result = held.ok("approve", held.out, "--all-held", "--reason", "ok", "--dry-run")
     assert result.stdout == (
-        "would approve task 0 rollout 1 attempt 0: kept_answer (session_lost)\n"
-        "would approve task 1 rollout 0 attempt 0: kept_answer (tool_error)\n"
+        "would approve task 0 rollout 1 attempt 0: held: the sandbox session was "
+        "lost (infrastructure); kept an answer; waits for an operator's approval\n"
+        "would approve task 1 rollout 0 attempt 0: held: failure 'tool_error'; "
+        "kept an answer; waits for an operator's approval\n"
     )
     assert head(held) == before
 
@@ -90,10 +92,11 @@ def test_cli_10_approve_all_held_filtered_by_kind(held: CliRun) -> None:
         "tool fixed",
     )
     assert result.stdout == (
-        "approve task 1 rollout 0 attempt 0: kept_answer (tool_error)\n"
-        "plan changes (1 rollouts):\n"
-        "  task 1 rollout 0: held (kept_answer, attempt 0) -> retry (failed, "
-        "attempt 1)\n"
+        "approve task 1 rollout 0 attempt 0: held: failure 'tool_error'; kept an "
+        "answer; waits for an operator's approval\n"
+        "plan changes (1 rollout):\n"
+        "  task 1 rollout 0: held (kept an answer; waits for an operator's "
+        "approval, attempt 0) -> retry (counted toward the cap, attempt 1)\n"
         "decisions: held 2 -> 1, retry 1 -> 2\n"
     )
     assert last_events(held, 1) == [
@@ -118,14 +121,14 @@ def test_cli_10_approve_one_named_attempt(held: CliRun) -> None:
     )
     assert result.stdout.splitlines()[:2] == [
         "approve task 0 rollout 1 attempt 0",
-        "plan changes (1 rollouts):",
+        "plan changes (1 rollout):",
     ]
 
 
 def test_cli_10_approve_with_no_match_records_nothing(held: CliRun) -> None:
     before = head(held)
     result = held.ok(
-        "approve", held.out, "--all-held", "--kind", "nothing", "--reason", "ok"
+        "approve", held.out, "--all-held", "--kind", "agent_timeout", "--reason", "ok"
     )
     assert result.stdout == "no held rollout matches; nothing recorded\n"
     assert head(held) == before
@@ -221,8 +224,9 @@ def test_cli_10_reset_budget_reopens_an_exhausted_rollout(capped: CliRun) -> Non
     result = capped.ok("reset-budget", capped.out, "--reason", "judge outage")
     assert result.stdout == (
         "reset: sidecar lines < 1 and seq <= 5\n"
-        "plan changes (1 rollouts):\n"
-        "  task 0 rollout 0: exhausted (cap, attempt 0) -> retry (failed, attempt 1)\n"
+        "plan changes (1 rollout):\n"
+        "  task 0 rollout 0: exhausted (the attempt cap is reached, attempt 0) -> "
+        "retry (counted toward the cap, attempt 1)\n"
         "decisions: exhausted 1 -> 0, retry 0 -> 1\n"
     )
     assert last_events(capped, 1) == [
@@ -256,8 +260,9 @@ def test_cli_10_extend_attempts_raises_the_cap_once(capped: CliRun) -> None:
     result = capped.ok("extend-attempts", capped.out, 2, "--reason", "flaky")
     assert result.stdout == (
         "cap 1 -> 3\n"
-        "plan changes (1 rollouts):\n"
-        "  task 0 rollout 0: exhausted (cap, attempt 0) -> retry (failed, attempt 1)\n"
+        "plan changes (1 rollout):\n"
+        "  task 0 rollout 0: exhausted (the attempt cap is reached, attempt 0) -> "
+        "retry (counted toward the cap, attempt 1)\n"
         "decisions: exhausted 1 -> 0, retry 0 -> 1\n"
     )
     before = head(capped)
@@ -289,9 +294,10 @@ def test_cli_10_policy_set_json_string_and_dotted_values(held: CliRun) -> None:
     assert result.stdout == (
         "policy max_free_attempts: 5 -> 3\n"
         'policy side_overrides.session_lost: null -> "model"\n'
-        "plan changes (1 rollouts):\n"
-        "  task 0 rollout 1: held (kept_answer, attempt 0) -> complete "
-        "(settled_zero, attempt 0)\n"
+        "plan changes (1 rollout):\n"
+        "  task 0 rollout 1: held (kept an answer; waits for an operator's "
+        "approval, attempt 0) -> complete (scored zero, the model's own result, "
+        "attempt 0)\n"
         "decisions: complete 3 -> 4, held 2 -> 1\n"
     )
     (body,) = last_events(held, 1)

@@ -401,7 +401,7 @@ def test_cli_5_record_reserves_and_records_each_row(cli_run: CliRun) -> None:
     rows = [{**plan[0], **graded()}, {**plan[1], **failed("session_lost")}]
     result = cli_run.record(rows)
     assert result.stdout == (
-        "recorded 2 rows: 1 results, 1 failures, 0 omissions, 0 re-judgments "
+        "recorded 2 rows: 1 result, 1 failure, 0 omissions, 0 re-judgments "
         "(2 attempts reserved)\n"
     )
     # The reservations commit first, the rows and their events after them, so
@@ -449,7 +449,7 @@ def test_cli_5_rejudgments_are_admitted_and_saved_with_the_run_s_digest(
     key = {k: item[k] for k in ("task", "rollout", "attempt")}
     result = cli_run.record([{"_ng_rejudgment": key, **graded(0.5)}])
     assert result.stdout == (
-        "recorded 1 rows: 0 results, 0 failures, 0 omissions, 1 re-judgments "
+        "recorded 1 row: 0 results, 0 failures, 0 omissions, 1 re-judgment "
         "(0 attempts reserved)\n"
     )
     with Ledger.open(cli_run.out) as led:

@@ -67,8 +67,16 @@ def snapshot(run: CliRun) -> dict[str, bytes]:
 def test_cli_6_status_prints_the_summary_coverage_and_held(mixed: CliRun) -> None:
     before = snapshot(mixed)
     result = mixed.ok("status", mixed.out)
-    head = result.stdout.splitlines()[5]
+    head = result.stdout.splitlines()[10]
     assert result.stdout == (
+        # Issue 16: the completion and the reward figures lead.
+        "4 of 6 complete (66.7%)\n"
+        "mean reward 0.75 ± 0.25 (95% interval -0.05\u20131.55) over 4 scored "
+        "rollouts\n"
+        "left out of the mean: 2 failed (--count-failure-classes-as-zero counts "
+        "them as zero)\n"
+        "pass@1 0.83 (3 tasks), pass@2 1.00 (1 task); correct: reward ≥ 1\n"
+        "per task: 3 tasks, means from 0.50 (task 1) to 1.00 (task 0)\n"
         f"run {RUN_ID} created 2026-01-01T00:00:00.000000Z\n"
         "  config b5a4234d9101  inputs 33ab7aae88fe  source unverified\n"
         "  attempts: cap 3 (3 + 0 extension)\n"
@@ -88,7 +96,9 @@ def test_cli_6_status_prints_the_summary_coverage_and_held(mixed: CliRun) -> Non
         "masked 0, suspect 0\n"
         "failure kinds of unfinished rollouts: session_lost 2\n"
         "held (1):\n"
-        "  task 0 rollout 1 attempt 0: kept_answer (session_lost)\n"
+        "  task 0 rollout 1 attempt 0: held: the sandbox session was lost "
+        "(infrastructure); kept an answer; waits for an operator's approval; "
+        "0 of 3 counted failures\n"
     )
     assert head.startswith("  head seq 15 ")
     assert snapshot(mixed) == before  # EV-12: a reader never writes
@@ -97,7 +107,16 @@ def test_cli_6_status_prints_the_summary_coverage_and_held(mixed: CliRun) -> Non
 def test_cli_6_status_json_has_run_and_coverage(mixed: CliRun) -> None:
     status = json.loads(mixed.ok("status", mixed.out, "--json").stdout)
     published = json.loads((mixed.ledger_dir / "coverage.json").read_text())
-    assert set(status) == {"run", "coverage", "held", "pending_repairs", "waiting"}
+    assert set(status) == {
+        "schema_version",  # CLI-16: every --json document carries it
+        "run",
+        "coverage",
+        "held",
+        "pending_repairs",
+        "waiting",
+        "metrics",
+        "publish",  # null without --publish
+    }
     assert status["coverage"]["decisions"] == {
         "pending": 0,
         "retry": 1,
@@ -174,36 +193,50 @@ def test_cli_7_check_is_76_when_nothing_is_retryable(cli_run: CliRun) -> None:
 # -- CLI-8: history ------------------------------------------------------------------
 
 
+_HEADER = (
+    "   seq  time                         actor             kind                  "
+    "key         summary"
+)
+
+
 def test_cli_8_history_prints_one_line_per_event(mixed: CliRun) -> None:
     lines = mixed.ok("history", mixed.out).stdout.splitlines()
-    assert len(lines) == 15
-    assert lines[0] == (
+    assert len(lines) == 16  # the header, then one line per event
+    assert lines[0] == _HEADER
+    assert lines[1] == (
         "     1  2026-01-01T00:00:00.001000Z  create            run_created         "
         f"  -           run {RUN_ID}: 6 rollouts, cap 3, config b5a4234d9101"
     )
-    assert lines[10] == (  # record: its reservations, then its rows' events
+    assert lines[11] == (  # record: its reservations, then its rows' events
         "    11  2026-01-01T00:00:00.003000Z  collector         failure_saved       "
-        "  t0 r1 a0    failure session_lost (sidecar line 1)"
+        "  t0 r1 a0    failure session_lost (rollouts_failures.jsonl line 1)"
     )
 
 
 def test_cli_8_one_rollout_ends_with_its_decision_and_rule(mixed: CliRun) -> None:
     result = mixed.ok("history", mixed.out, "--task", 1, "--rollout", 0)
     assert result.stdout == (
+        f"{_HEADER}\n"
         "     3  2026-01-01T00:00:00.002000Z  resume            attempts_released   "
         "  -           released t1 r0 a0 for dispatch\n"
         "     6  2026-01-01T00:00:00.003000Z  collector         attempt_reserved    "
         "  t1 r0 a0    reserved\n"
         "    12  2026-01-01T00:00:00.003000Z  collector         failure_saved       "
-        "  t1 r0 a0    failure agent_timeout (sidecar line 2)\n"
-        "decision: complete (attempt 0, settled_zero) by REC-20.5a final agent "
-        "timeout\n"
+        "  t1 r0 a0    failure agent_timeout (rollouts_failures.jsonl line 2)\n"
+        "decision: complete: the agent ran out of its time limit (model); scored "
+        "zero, the model's own result, reward 0\n"
+        "rule: The model ran out of its own time limit: complete, scored by its "
+        "recorded grade or else zero; it never runs again.\n"
     )
 
 
 def test_cli_8_filters_by_kind_and_since(mixed: CliRun) -> None:
     result = mixed.ok("history", mixed.out, "--kind", "failure_saved", "--since", 12)
-    assert [line.split()[0] for line in result.stdout.splitlines()] == ["12", "15"]
+    assert [line.split()[0] for line in result.stdout.splitlines()] == [
+        "seq",
+        "12",
+        "15",
+    ]
 
 
 def test_cli_8_history_json(mixed: CliRun) -> None:
@@ -357,13 +390,17 @@ def diff(
     config: dict[str, Any] | None = None,
     servers: dict[str, Any] | None = None,
 ) -> str:
+    """diff-config's text; exit 3 exactly when resume would refuse (CLI-1)."""
     args = [
         "--config",
         run.write_config("c.yaml", config or run.config_data),
         "--global-config",
         run.write_config("s.yaml", servers or run.servers_data),
     ]
-    return run.ok("diff-config", run.out, *args).stdout
+    result = run.invoke("diff-config", run.out, *args)
+    refuses = "resume would refuse" in result.stdout
+    assert result.exit_code == (3 if refuses else 0), result.stderr
+    return result.stdout
 
 
 def test_cli_11_the_same_configuration_would_proceed(cli_run: CliRun) -> None:

@@ -263,7 +263,8 @@ class EnvRun:
 
     def diff_config(self, env: Config) -> str:
         result = self.invoke("diff-config", self.out, *self.config_args(env))
-        assert result.exit_code == 0, result.stderr
+        refuses = "resume would refuse" in result.stdout  # exit 3 (CLI-1)
+        assert result.exit_code == (3 if refuses else 0), result.stderr
         return result.stdout
 
 

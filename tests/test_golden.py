@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -33,7 +34,7 @@ from ledger.events import (
     StoredEvent,
     decode_body,
 )
-from projections import coverage, replay
+from projections import coverage, decide_all, replay
 from tests.internals import EventRow, NewEvent, RunPaths, SQLiteStore, first_chain_break
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -114,7 +115,7 @@ def test_ev_3_a_golden_log_decodes_and_replays_to_its_coverage(name: str) -> Non
     assert coverage(replay(events)).to_dict() == expected_coverage(name)
 
 
-def _rebuild(name: str, folder: Path) -> Path:
+def rebuild_golden(name: str, folder: Path) -> Path:
     """A run folder rebuilt from the golden: the files, and a fresh ``ledger.db``."""
     for file in (GOLDEN / name).glob("rollouts*.jsonl"):
         shutil.copyfile(file, folder / file.name)
@@ -143,7 +144,7 @@ def _located(event: StoredEvent) -> bool:
 def test_a_ledger_rebuilt_from_a_golden_log_opens_and_agrees(
     name: str, tmp_path: Path
 ) -> None:
-    out = _rebuild(name, tmp_path)
+    out = rebuild_golden(name, tmp_path)
     with Ledger.open(out) as led:  # a reader: it checks the saved work first
         assert led.verify_chain() is None
         assert led.pending_repairs() == []
@@ -156,3 +157,60 @@ def test_a_ledger_rebuilt_from_a_golden_log_opens_and_agrees(
             assert hashlib.sha256(row).hexdigest() == where.row_sha256, event.seq
             checked += 1
         assert checked  # the log names rows to check
+
+
+# Golden outputs: what `status`, `check` and `history` print on each golden run,
+# frozen in tests/golden/text/<name>.<command>.txt. A change of wording shows
+# up as a diff here. After a deliberate change, regenerate them with
+#
+#     UPDATE_GOLDEN=1 .venv/bin/pytest -q tests/test_golden.py -k golden_output
+#
+# and review the diff before committing it.
+TEXT = GOLDEN / "text"
+COMMANDS = {
+    "status": ("status",),
+    "check": ("check",),
+    "history": ("history",),
+    "history-t0-r0": ("history", "--task", "0", "--rollout", "0"),
+    "history-unfinished": ("history",),  # + the first unfinished rollout
+}
+
+
+def _first_unfinished(out: Path) -> tuple[str, ...]:
+    """``--task T --rollout R`` of the first rollout not complete (REC-40)."""
+    with Ledger.open(out) as led:
+        decisions = decide_all(replay(led))
+    task, rollout = next(
+        key for key, d in sorted(decisions.items()) if d.value != "complete"
+    )
+    return ("--task", str(task), "--rollout", str(rollout))
+
+
+def _printed(out: Path, args: tuple[str, ...]) -> str:
+    from click.testing import CliRunner
+
+    from cli import main
+
+    result = CliRunner().invoke(
+        main, [args[0], str(out), *args[1:]], catch_exceptions=False
+    )
+    text = f"$ rollout-ledger {' '.join((args[0], 'OUT', *args[1:]))}\n"
+    text += result.stdout + result.stderr + f"[exit {result.exit_code}]\n"
+    return text.replace(str(out.parent), "<run>")
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize("name", NAMES)
+def test_cli_6_7_8_golden_output(name: str, command: str, tmp_path: Path) -> None:
+    """CLI-6, CLI-7, CLI-8: status, check and history print what they printed."""
+    out = rebuild_golden(name, tmp_path)
+    args = COMMANDS[command]
+    if command == "history-unfinished":
+        args += _first_unfinished(out)
+    printed = _printed(out, args)
+    golden = TEXT / f"{name}.{command}.txt"
+    if os.environ.get("UPDATE_GOLDEN"):
+        TEXT.mkdir(exist_ok=True)
+        golden.write_text(printed, encoding="utf-8")
+    assert golden.is_file(), "write it with UPDATE_GOLDEN=1 (see above)"
+    assert printed == golden.read_text(encoding="utf-8")

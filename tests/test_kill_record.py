@@ -357,8 +357,8 @@ def test_cli_5_a_rejudgment_that_fails_after_its_admission_is_saved_once(
     assert kinds["judge_outcome_saved"] == 1
     if failing == "commit":  # the row went out; the open recorded it
         assert saved[0].actor == "repair"
-        assert "1 rows were recorded already, skipped" in again.stdout
+        assert "1 row was recorded already, skipped" in again.stdout
     else:
         assert saved[0].actor == "collector"
-        assert "1 re-judgments (0 attempts reserved)" in again.stdout
+        assert "1 re-judgment (0 attempts reserved)" in again.stdout
     cli_run.ok("check", cli_run.out)

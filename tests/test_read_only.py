@@ -68,7 +68,15 @@ def readers(run: CliRun) -> list[tuple[object, ...]]:
         ("check", run.out),
         ("diff-config", run.out, *config),
         ("resume", run.out, "--dry-run", *config),
-    ]
+        # CLI-10: an operator action's preview reads only.
+        ("approve", run.out, "--all-held", "--reason", "r", "--dry-run"),
+        ("reset-budget", run.out, "--reason", "r", "--dry-run", "--json"),
+        ("extend-attempts", run.out, 5, "--reason", "r", "--dry-run"),
+        ("policy", run.out, "--set", "max_free_attempts=3", "--reason", "r",
+         "--dry-run"),
+        ("head", run.out, "--json"),
+        ("verify", run.out, "--json"),
+    ]  # fmt: skip
 
 
 def writers(run: CliRun) -> list[tuple[object, ...]]:

@@ -512,6 +512,9 @@ def test_row_33_the_classifier_assigns_responsibility() -> None:
 # ROW-35, ROW-36: agent timeouts.
 
 CLEAN = capture(call(200, 0, 1000), call(200, 1, 1000), elapsed_seconds=600)
+#: The policy's answer cut short by its deadline (ROW-62: not complete).
+UNFINISHED = {**ANSWER, "status": "incomplete"}
+AT_AGENT = {"failure_kind": "agent_timeout", "stage": "agent"}
 HARBOR = {
     "reward": 0.0,
     "agent_timeout_error": 1,
@@ -528,10 +531,17 @@ HARBOR = {
             False,
             True,
         ),
+        # timeout_exceeded with the policy's answer unfinished; a complete one
+        # was raised in verification (ROW-62), below.
+        (
+            {**CLEAN, "_ng_failure_class": "timeout_exceeded", "response": UNFINISHED},
+            False,
+            True,
+        ),
         (
             {**CLEAN, "_ng_failure_class": "timeout_exceeded", "response": ANSWER},
             False,
-            True,
+            False,
         ),
         ({**CLEAN, "failure_kind": "agent_timeout", "response": ANSWER}, False, True),
         # No kept answer: it keeps its retry policy.
@@ -587,7 +597,7 @@ HARBOR = {
                 call(200, 2, 1000),
                 elapsed_seconds=600,
                 _ng_failure_class="timeout_exceeded",
-                response=ANSWER,
+                response=UNFINISHED,
             ),
             False,
             True,
@@ -605,12 +615,25 @@ HARBOR = {
             True,
         ),
         # A sandbox or tool-server failure event in the window.
-        ({**failure_row(event("session_lost")), "response": ANSWER}, True, False),
+        # (The record's own failure at the agent stage: a timeout raised in
+        # verification is the verifier's, never the agent's deadline, ROW-62.)
         (
-            {**failure_row(event("session_lost", "cleanup")), "response": ANSWER},
+            {
+                **failure_row(event("session_lost"), failure=AT_AGENT),
+                "response": ANSWER,
+            },
+            True,
+            False,
+        ),
+        (
+            {
+                **failure_row(event("session_lost", "cleanup"), failure=AT_AGENT),
+                "response": ANSWER,
+            },
             False,
             True,
         ),
+        ({**failure_row(event("session_lost")), "response": ANSWER}, False, False),
         # Harbor-style graded results: output [] with status completed is kept.
         (HARBOR, False, True),
         ({**HARBOR, **capture(call(200, 0), call(503, 1))}, True, False),

@@ -67,9 +67,9 @@ def test_rec21_describe_decision_settled_zero_is_the_model_side() -> None:
     assert text.endswith("1 of 3 attempts used")
 
 
-def test_rec20_describe_decision_without_cap_names_the_attempt() -> None:
+def test_rec20_describe_decision_without_cap_names_no_attempt() -> None:
     decision = Decision("complete", 1, "REC-20.4e", None, "graded", 0.5)
-    assert describe_decision(decision) == "complete: graded, reward 0.5; attempt 1"
+    assert describe_decision(decision) == "complete: graded, reward 0.5"
     pending = Decision("pending", 0, "REC-20.1", None, "pending")
     assert (
         describe_decision(pending, cap=3)
@@ -102,3 +102,65 @@ def test_rec20_every_rule_a_decision_carries_is_described() -> None:
 def test_words_are_public_names_of_projections() -> None:
     for name in ("GLOSSARY", "describe_decision", "describe_rule", "describe_kind"):
         assert name in projections.__all__
+
+
+def test_rec80_describe_decision_follows_the_policy_s_side_overrides() -> None:
+    """REC-80: a kind moved to the model's side is said as the model's."""
+    decision = Decision("held", 0, "REC-20.5h", "session_lost", "kept_answer")
+    assert "(infrastructure)" in describe_decision(decision)
+    moved = describe_decision(decision, side_overrides={"session_lost": "model"})
+    assert "the sandbox session was lost (model)" in moved
+
+
+def test_rec21_a_settled_zero_is_said_as_the_model_s_result() -> None:
+    """REC-21, REC-20.5h: a settled zero is the model's, whatever the kind."""
+    decision = Decision("complete", 0, "REC-20.5h", "session_lost", "settled_zero", 0.0)
+    assert describe_decision(decision).startswith(
+        "complete: the sandbox session was lost (model); scored zero"
+    )
+
+
+def test_plural_says_one_in_the_singular() -> None:
+    """Counts a person reads: "1 row", "2 rows", "0 rows", irregular plurals."""
+    from ledger import plural
+
+    assert plural(1, "row") == "1 row"
+    assert plural(0, "row") == "0 rows"
+    assert plural(2, "entry", "entries") == "2 entries"
+
+
+def _golden_state(name: str) -> projections.RunState:
+    from tests.test_golden import golden_rows, stored_events
+
+    return projections.replay(stored_events(golden_rows(name)))
+
+
+def test_rec13_describe_rollout_counts_failures_against_the_cap() -> None:
+    """REC-13: the words count the failures the cap counts, not attempts made."""
+    state = _golden_state("infrastructure")
+    decisions = projections.decide_all(state)
+    (task, rollout), decision = next(
+        (k, d) for k, d in sorted(decisions.items()) if d.value == "exhausted"
+    )
+    text = projections.describe_rollout(state, task, rollout)
+    assert text == projections.describe_rollout(state, task, rollout, decision)
+    assert text.startswith("exhausted: ")
+    assert text.endswith(f"; {state.cap} of {state.cap} counted failures")
+
+
+def test_rec16_describe_rollout_after_a_budget_reset_says_so() -> None:
+    """REC-16: failures before the latest reset no longer count, and it says so."""
+    state = _golden_state("budget_and_policy")
+    assert state.before_seq > 0
+    decisions = projections.decide_all(state)
+    task, rollout = next(k for k, d in sorted(decisions.items()) if d.value == "retry")
+    text = projections.describe_rollout(state, task, rollout)
+    assert text.endswith("counted failures since the budget reset")
+
+
+def test_rec20_4d_an_infrastructure_timeout_is_said_as_infrastructure() -> None:
+    """ROW-35, REC-20.5c: an agent timeout cut short by us is not the model's."""
+    decision = Decision("exhausted", 1, "REC-20.5c", "agent_timeout", "cap")
+    assert "(infrastructure)" in describe_decision(decision)
+    final = Decision("complete", 0, "REC-20.5a", "agent_timeout", "graded_failure", 1)
+    assert "(model)" in describe_decision(final)

@@ -36,6 +36,7 @@ from ledger.identity.digest import (
 from ledger.identity.forms import earlier_forms
 from ledger.jsonl import encode_row
 from ledger.policy.attempts_cap import max_rollout_attempts as attempts_from_env
+from ledger.validation import field_problems
 
 __all__ = ["IDENTITY_FILE", "UNVERIFIED", "RunManifest", "materialized_digest"]
 
@@ -319,10 +320,7 @@ class RunManifest(BaseModel):
 
 def _validation_summary(exc: ValidationError) -> str:
     # Locations and messages only: a manifest value is never echoed back.
-    return "; ".join(
-        f"{'.'.join(str(part) for part in error['loc']) or 'manifest'}: {error['msg']}"
-        for error in exc.errors(include_input=False, include_url=False)
-    )
+    return "; ".join(field_problems(exc, RunManifest, show_input=False))
 
 
 def _read_identity(manifest_path: Path) -> dict[str, Any] | None:

@@ -43,18 +43,13 @@ from ledger.files import atomic_replace, read_regular
 from ledger.identity.credentials import credential_safe
 from ledger.identity.manifest import RunManifest
 from ledger.legacy.adopt import AdoptedRows, adopt
+from ledger.legacy.inputs import Materialized, read_materialized
 from ledger.legacy.manifest import (
     ForeignManifest,
     foreign_manifest_path,
     read_foreign_manifest,
 )
-from ledger.legacy.reading import (
-    Materialized,
-    OutcomeReader,
-    Progress,
-    listing,
-    read_materialized,
-)
+from ledger.legacy.reading import OutcomeReader, Progress, listing
 from ledger.paths import RunPaths
 from ledger.policy.source import creation_policy
 from ledger.run.create import run_created_body
@@ -63,6 +58,7 @@ from ledger.store.built_aside import built_aside
 from ledger.store.decode import stored_from_row
 from ledger.store.materialize import MaterializedInputs
 from ledger.store.port import EventRow, NewEvent
+from ledger.validation import field_problems
 
 __all__ = ["AdoptedRows", "ImportReport", "import_legacy_run"]
 
@@ -298,7 +294,8 @@ def _manifest(
     except ValidationError as exc:
         raise CorruptLedger(
             f"the NeMo Gym manifest {foreign_manifest_path(paths)} gives an "
-            f"unusable run id or digest ({exc.error_count()} problems)",
+            "unusable run id or digest: "
+            + "; ".join(field_problems(exc, RunManifest, show_input=False)),
             path=foreign_manifest_path(paths),
         ) from None
 

@@ -9,7 +9,6 @@ rows are turned into their events at once, so no row is held in memory.
 from __future__ import annotations
 
 import hashlib
-import io
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -19,11 +18,10 @@ from typing import IO, Any, Final
 import msgspec
 
 from ledger.bounds import MAX_ATTEMPT_INDEX
-from ledger.errors import ConfigError, RowError
+from ledger.errors import ConfigError
 from ledger.events import (
     Event,
     FailureSaved,
-    IndexEntry,
     LegacyRejection,
     LegacySource,
     Location,
@@ -35,18 +33,21 @@ from ledger.identity.secret_text import redact_secrets
 from ledger.jsonl import is_json_object
 from ledger.rows.all_facts import row_facts
 from ledger.rows.kinds import omission_reason, row_route
+from ledger.rows.stages import stage_event_fields
 from ledger.rows.values import brief
-from ledger.store.materialize import index_entry
 
 __all__ = [
+    "NO_INDEX",
     "REASONS",
-    "Materialized",
+    "TORN",
+    "Key",
     "OutcomeReader",
     "Progress",
     "RawLine",
+    "decode_line",
     "listing",
     "raw_lines",
-    "read_materialized",
+    "row_key",
 ]
 
 # REC-71: every reason starts with one of these phrases, so tools and tests can
@@ -122,7 +123,7 @@ def raw_lines(handle: IO[bytes]) -> Iterator[RawLine]:
         offset += len(data)
 
 
-def _decode(line: RawLine) -> dict[str, Any] | str:
+def decode_line(line: RawLine) -> dict[str, Any] | str:
     """The line's JSON object, or the reason it is not one (REC-71)."""
     if line.data.strip() == _PLACEHOLDER_LINE:
         return f"{PLACEHOLDER}, not a row"
@@ -143,7 +144,7 @@ def _index(row: Mapping[str, Any], name: str) -> int | None:
     return value if 0 <= value <= _MAX_INDEX else None
 
 
-def _key(row: Mapping[str, Any]) -> Key | None:
+def row_key(row: Mapping[str, Any]) -> Key | None:
     task, rollout = _index(row, "_ng_task_index"), _index(row, "_ng_rollout_index")
     return None if task is None or rollout is None else (task, rollout)
 
@@ -154,90 +155,6 @@ def listing(problems: list[tuple[str, int, str]]) -> str:
     if len(shown) > _LISTED:
         shown[_LISTED:] = [f"  ... and {len(shown) - _LISTED} more"]
     return "\n".join(shown)
-
-
-# The materialized inputs: they define the run.
-
-
-@dataclass(frozen=True)
-class Materialized:
-    """The materialized inputs' bytes and one index entry per row, in file order."""
-
-    data: bytes
-    entries: tuple[IndexEntry, ...]
-    keys: frozenset[Key]
-
-
-def _input_entry(line: RawLine) -> IndexEntry | str:
-    row = _decode(line)
-    if isinstance(row, str):
-        return f"{TORN} ({row})" if line.torn else row
-    if _key(row) is None:
-        # REC-71: rows are never paired by position (completion order is not
-        # input order), so an input row without its key cannot be imported.
-        return (
-            f"{NO_INDEX} (_ng_task_index {brief(row.get('_ng_task_index'))}, "
-            f"_ng_rollout_index {brief(row.get('_ng_rollout_index'))})"
-        )
-    try:
-        return index_entry(
-            row, line=line.number, offset=line.offset, length=len(line.data)
-        )
-    except RowError as exc:
-        return str(exc)
-
-
-def _duplicates(entries: list[tuple[int, IndexEntry]]) -> list[tuple[int, str]]:
-    problems: list[tuple[int, str]] = []
-    keys: dict[Key, int] = {}
-    ids: dict[str, int] = {}
-    for line, (task, rollout, _, _, _, rollout_id) in entries:
-        if (task, rollout) in keys:
-            first = keys[task, rollout]
-            problems.append(
-                (line, f"task {task}, rollout {rollout} repeats line {first}")
-            )
-        keys.setdefault((task, rollout), line)
-        if rollout_id is not None and rollout_id in ids:
-            problems.append((line, f"_ng_rollout_id repeats line {ids[rollout_id]}"))
-        if rollout_id is not None:
-            ids.setdefault(rollout_id, line)
-    return problems
-
-
-def read_materialized(data: bytes, file: str) -> Materialized:
-    """Index the materialized inputs; any unusable row refuses the import.
-
-    Raises:
-        RowError: a row is not JSON, has no key, or repeats a key or an id,
-            listed with line numbers; ``--skip-rejected`` does not apply, since
-            skipping an input would silently shrink the evaluation.
-        ConfigError: the file holds no rows.
-    """
-    problems: list[tuple[int, str]] = []
-    entries: list[tuple[int, IndexEntry]] = []
-    for line in raw_lines(io.BytesIO(data)):
-        if line.blank:
-            continue  # NeMo Gym skips blank input lines too
-        entry = _input_entry(line)
-        if isinstance(entry, str):
-            problems.append((line.number, entry))
-        else:
-            entries.append((line.number, entry))
-    problems = sorted(problems + _duplicates(entries))
-    if problems:
-        raise RowError(
-            f"the materialized inputs {file} cannot be imported:\n"
-            f"{listing([(file, n, why) for n, why in problems])}\n"
-            "every input row needs its own _ng_task_index and _ng_rollout_index, "
-            "once; fix the inputs (or pass another --inputs file)",
-            path=file,
-            line=problems[0][0],
-        )
-    if not entries:
-        raise ConfigError(f"{file} holds no materialized rows; nothing to import")
-    index = tuple(entry for _, entry in entries)
-    return Materialized(data, index, frozenset((e[0], e[1]) for e in index))
 
 
 # Outcome rows: the sidecar, then OUT.
@@ -320,8 +237,8 @@ class OutcomeReader:
         Attempts of rows adopted later are numbered over the whole run, so the
         sidecar rows an import or a writer recorded before count too.
         """
-        row = _decode(line)
-        key = None if isinstance(row, str) else _key(row)
+        row = decode_line(line)
+        key = None if isinstance(row, str) else row_key(row)
         if key is not None:
             self.sidecar_rows[key] += 1
 
@@ -351,7 +268,7 @@ class OutcomeReader:
     def _take(self, line: RawLine, file: str, *, sidecar: bool) -> Event | str:
         if line.blank:
             return BLANK
-        row = _decode(line)
+        row = decode_line(line)
         if isinstance(row, str):
             if line.torn:  # REC-83: only a last line that is no JSON object
                 return (
@@ -359,7 +276,7 @@ class OutcomeReader:
                     "object, so its write was cut short"
                 )
             return row
-        key = _key(row)
+        key = row_key(row)
         if key is None:
             return f"{NO_INDEX} (_ng_task_index, _ng_rollout_index)"
         earlier = self.sidecar_rows[key]
@@ -379,7 +296,11 @@ class OutcomeReader:
                 f"({brief(row.get('_ng_attempt_index'))})"
             )
         attempt = self._migration(row, key, attempt, sidecar=sidecar)
-        return _body(row, key, attempt, _location(line, file), line, sidecar=sidecar)
+        staged = stage_event_fields(row)  # ROW-64: a multistage row's stage
+        if isinstance(staged, str):
+            return staged
+        where = _location(line, file)
+        return _body(row, key, attempt, where, line, sidecar=sidecar, **staged)
 
     def _migration(
         self, row: Mapping[str, Any], key: Key, attempt: int, *, sidecar: bool
@@ -409,17 +330,19 @@ def _body(
     line: RawLine,
     *,
     sidecar: bool,
+    **staged: int,
 ) -> Event:
     fields = {"task": key[0], "rollout": key[1], "attempt": attempt}
     if not sidecar:
         # The event follows the file; the facts say what the row is, so a
         # failure an older build wrote to OUT is classified as a failure.
-        return ResultSaved(**fields, location=location, facts=row_facts(row))
+        return ResultSaved(**fields, location=location, facts=row_facts(row), **staged)
     if row_route(row) == "omission":
         reason = omission_reason(row)
         return OmissionSaved(
             **fields, location=location, sidecar_line=line.number - 1, reason=reason
         )
+    facts, number = row_facts(row), line.number - 1
     return FailureSaved(
-        **fields, location=location, sidecar_line=line.number - 1, facts=row_facts(row)
+        **fields, location=location, sidecar_line=number, facts=facts, **staged
     )

@@ -18,6 +18,7 @@ from ledger.rows.failure_kinds import (
     is_namespaced,
     is_registered,
 )
+from ledger.validation import plain_problems
 
 __all__ = ["apply_changes", "policy_changes", "policy_from_events", "policy_from_json"]
 
@@ -31,7 +32,10 @@ def policy_from_json(
     try:
         return RecoveryPolicy.model_validate(_within_bounds(dict(data)))
     except ValidationError as exc:
-        raise CorruptLedger(f"the policy in {where} cannot be read: {exc}") from exc
+        raise CorruptLedger(
+            f"the policy in {where} cannot be read: "
+            f"{plain_problems(exc, RecoveryPolicy)}"
+        ) from exc
 
 
 def _within_bounds(data: dict[str, Any]) -> dict[str, Any]:
@@ -89,7 +93,8 @@ def policy_from_events(bodies: Iterable[object]) -> RecoveryPolicy:
                 policy = apply_changes(policy, body.changes, from_log=True)
             except ValidationError as exc:
                 raise CorruptLedger(
-                    f"a policy_changed event cannot be applied: {exc}"
+                    "a policy_changed event cannot be applied: "
+                    f"{plain_problems(exc, RecoveryPolicy)}"
                 ) from exc
     return policy
 
@@ -129,7 +134,8 @@ def policy_changes(
         changed = apply_changes(policy, changes)
     except ValidationError as exc:
         raise ConfigError(
-            f"the policy change is not valid: {exc}", key=",".join(settings)
+            f"the policy change is not valid: {plain_problems(exc, RecoveryPolicy)}",
+            key=",".join(settings),
         ) from exc
     _known_names(policy, changed, classes)
     return changes

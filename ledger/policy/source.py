@@ -19,6 +19,7 @@ from ledger.files import json_problem, read_regular
 from ledger.paths import RunPaths
 from ledger.policy.model import DEFAULT_POLICY, RecoveryPolicy
 from ledger.store.registry import home_for
+from ledger.validation import plain_problems
 
 __all__ = ["LAUNCHER_POLICY_FILE", "creation_policy", "read_policy_file"]
 
@@ -51,9 +52,7 @@ def _validated(data: Any, path: Path) -> RecoveryPolicy:
     try:
         return RecoveryPolicy.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or '$'}: {e['msg']}" for e in exc.errors()
-        )
+        problems = plain_problems(exc, RecoveryPolicy)
         first = ".".join(map(str, exc.errors()[0]["loc"])) or None
         raise ConfigError(
             f"the policy in {path} is not valid: {problems}", key=first, path=path

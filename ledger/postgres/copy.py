@@ -27,7 +27,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from ledger.errors import ConfigError, CorruptLedger, StorageError
+from ledger.errors import ConfigError, CorruptLedger, StorageError, plural
 from ledger.events import Location
 from ledger.files import atomic_replace, open_regular
 from ledger.paths import RunPaths, check_out_path
@@ -232,9 +232,9 @@ def import_into_store(source: Ledger, url: RunUrl | str) -> tuple[int, bytes]:
         )
     if pending:
         raise ConfigError(
-            f"{source.where} has {len(pending)} pending repairs (rows a killed "
-            "writer left unrecorded); open it as a writer first, for example with "
-            "`rollout-ledger status --publish`",
+            f"{source.where} has {plural(len(pending), 'pending repair')} (rows a "
+            "killed writer left unrecorded); open it as a writer first, for "
+            "example with `rollout-ledger status --publish`",
             path=source.where,
         )
     ends = source.write_index().ends

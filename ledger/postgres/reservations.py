@@ -25,6 +25,7 @@ from ledger.store.port import EventRow
 __all__ = ["AttemptChanges", "apply_attempt_changes", "attempt_changes"]
 
 Attempt = tuple[int, int, int]
+Stage = tuple[int, int, int, int]  # task, rollout, attempt, stage
 
 _RELEASED = msgspec.json.Decoder(AttemptsReleased)
 _RESERVED = msgspec.json.Decoder(AttemptReserved)
@@ -40,6 +41,8 @@ class AttemptChanges:
     # Reservations the batch itself does not release: checked against the table,
     # each with the epoch in force when it was appended.
     unreleased: dict[Attempt, int] = field(default_factory=dict)
+    # ROW-64: later stages of multistage attempts reserved (a continuation).
+    stages: dict[Stage, int] = field(default_factory=dict)  # -> seq
 
 
 def attempt_changes(
@@ -62,9 +65,15 @@ def _reserve(
     changes: AttemptChanges, body: AttemptReserved, seq: int, where: str
 ) -> None:
     attempt = (body.task, body.rollout, body.attempt)
-    if attempt in changes.reserved:
+    if body.stage_index is not None:  # ROW-64: the attempt goes on at a stage
+        stage = (*attempt, body.stage_index)
+        if stage in changes.stages:
+            raise _stage_reserved(stage, where)
+        changes.stages[stage] = seq
+    elif attempt in changes.reserved:
         raise _already_reserved(attempt, where)
-    changes.reserved[attempt] = seq
+    else:
+        changes.reserved[attempt] = seq
     released = changes.releases.get(attempt)
     if released is None:
         changes.unreleased[attempt] = changes.epoch
@@ -86,6 +95,8 @@ def apply_attempt_changes(
         if taken:
             raise _already_reserved(min(taken), where)
         _insert(cur, "reservations", "seq", run, changes.reserved, conflict="")
+    if changes.stages:
+        _reserve_stages(cur, run, changes.stages, where)
     if changes.releases:
         # A release again of the same attempt moves its seq into the new epoch.
         _insert(
@@ -143,6 +154,33 @@ def _insert(
     )
 
 
+def _reserve_stages(
+    cur: psycopg.Cursor[Any], run: str, stages: dict[Stage, int], where: str
+) -> None:
+    # ROW-64: each later stage of an attempt is reserved once, across workers.
+    keys = list(stages)
+    columns = [[k[i] for k in keys] for i in range(4)]
+    cur.execute(
+        f"SELECT t.task, t.rollout, t.attempt, t.stage "
+        f"FROM {SCHEMA}.stage_reservations t "
+        "JOIN unnest(%s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[]) "
+        "AS k(task, rollout, attempt, stage) USING (task, rollout, attempt, stage) "
+        "WHERE t.run = %s",
+        (*columns, run),
+    )
+    taken = [(row[0], row[1], row[2], row[3]) for row in cur.fetchall()]
+    if taken:
+        raise _stage_reserved(min(taken), where)
+    cur.execute(
+        f"INSERT INTO {SCHEMA}.stage_reservations "
+        "(run, task, rollout, attempt, stage, seq) "
+        "SELECT %s, k.task, k.rollout, k.attempt, k.stage, k.seq FROM unnest("
+        "%s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[]) "
+        "AS k(task, rollout, attempt, stage, seq)",
+        (run, *columns, list(stages.values())),
+    )
+
+
 def _decode(decoder: msgspec.json.Decoder[Any], row: EventRow, where: str) -> Any:
     try:
         return decoder.decode(row.body)
@@ -167,5 +205,14 @@ def _already_reserved(attempt: Attempt, where: str) -> ConfigError:
     return ConfigError(
         f"{where}: attempt {number} of task {task}, rollout {rollout} is already "
         "reserved; an attempt is reserved once",
+        path=where,
+    )
+
+
+def _stage_reserved(stage: Stage, where: str) -> ConfigError:
+    task, rollout, number, index = stage
+    return ConfigError(
+        f"{where}: stage {index} of attempt {number} of task {task}, rollout "
+        f"{rollout} is already reserved; a stage is reserved once",
         path=where,
     )

@@ -140,6 +140,19 @@ _RUN_FENCES = (
         epoch BIGINT NOT NULL)""",
 )
 
+_STAGE_RESERVATIONS = (
+    # ROW-64, SC-3: a later stage of a multistage attempt, reserved once (a
+    # continuation reserves its attempt again, at the stage it goes on at).
+    f"""CREATE TABLE {SCHEMA}.stage_reservations (
+        run TEXT NOT NULL,
+        task BIGINT NOT NULL,
+        rollout BIGINT NOT NULL,
+        attempt BIGINT NOT NULL,
+        stage BIGINT NOT NULL,
+        seq BIGINT NOT NULL,
+        PRIMARY KEY (run, task, rollout, attempt, stage))""",
+)
+
 #: Named migrations, applied in order and recorded; never edit or reorder one.
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("0001_runs_events_and_meta", _RUNS_EVENTS_META),
@@ -149,6 +162,7 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("0005_run_locks", _RUN_LOCKS),
     ("0006_run_files", _RUN_FILES),
     ("0007_run_fences", _RUN_FENCES),
+    ("0008_stage_reservations", _STAGE_RESERVATIONS),
 )
 PG_SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -13,12 +13,14 @@ from ledger.events import RunCreated
 from ledger.files import canonical_json, read_regular
 from ledger.paths import RunPaths
 from ledger.policy.model import DEFAULT_POLICY
-from ledger.store.materialize import MaterializedInputs
+from ledger.store.materialize import MaterializedInputs, index_existing, materialize
+from ledger.store.registry import home_for
 
 __all__ = [
     "ManifestLike",
     "PolicyLike",
     "adopted_inputs",
+    "check_new_run",
     "manifest_files",
     "run_created_body",
 ]
@@ -93,3 +95,26 @@ def adopted_inputs(out: Path | str, inputs: object) -> bytes | None:
     except OSError as exc:
         raise ConfigError(f"cannot read {target}: {exc.strerror}", path=target) from exc
     return existing if read_regular(Path(inputs), given=True) == existing else None
+
+
+def check_new_run(
+    out: Path | str, rows: list[Mapping[str, Any]], *, materialized: bytes | None
+) -> MaterializedInputs:
+    """What ``Ledger.create`` checks before it writes, writing nothing (CLI-2).
+
+    For ``create --dry-run``: refuses a run that exists, rows that cannot be
+    materialized (indices, duplicates) and materialized inputs a collector
+    left that hold other rows (REC-84); returns the inputs the run would hold.
+    """
+    home_for(out).refuse_existing()
+    if materialized is not None:
+        return index_existing(materialized)
+    inputs = materialize(rows)
+    target = RunPaths.of(out).materialized if isinstance(out, Path) else None
+    if target is not None and target.exists() and target.read_bytes() != inputs.data:
+        raise ConfigError(
+            f"{target} exists and holds other rows than the inputs given; no run "
+            "would be created (pass that file as --inputs to continue that run)",
+            path=target,
+        )
+    return inputs

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger.errors import ConfigError
+from ledger.errors import ConfigError, plural
 from ledger.paths import RunPaths
 from ledger.run.doctor import (
     Check,
@@ -120,14 +120,14 @@ def _store_report(url: str) -> DoctorReport:
         holder = led.lock_holder()
     lock = f"held by {holder}" if holder else "free"
     checks = (
-        Check("store", True, f"{url} answers; the run holds {seq} events"),
+        Check("store", True, f"{url} answers; the run holds {plural(seq, 'event')}"),
         Check(
             "durability",
             True,
             "an append returns once the server's commit is flushed "
             "(synchronous_commit = on)",
         ),
-        Check("run lock", True, f"{lock} (a session advisory lock, SC-4)"),
+        Check("run lock", True, f"{lock} (a session advisory lock)"),  # SC-4
     )
     advice = "flock and WAL checks do not apply here"
     return DoctorReport(checks, "postgresql", advice, flock_enforced=True)

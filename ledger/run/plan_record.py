@@ -42,9 +42,10 @@ from ledger.events import (
     kind_of,
 )
 from ledger.files import json_problem, read_regular
+from ledger.rows.stages import stage_of
 from ledger.run.recorder import Recorder, Staged
 from ledger.run.write_index import Attempt
-from ledger.store.prepared import Prepared
+from ledger.store.prepared import Prepared, locate
 
 if TYPE_CHECKING:
     from ledger.run.ledger import Ledger
@@ -132,6 +133,8 @@ class _Batch:
         self.completed: set[Attempt] = set()
         self.skipped = 0
         self._decided: set[Attempt] | None = None
+        self.stage_rows: set[tuple[int, int, int, int]] = set()  # ROW-64
+        self._stages: set[tuple[int, int, int, int]] | None = None
 
     def add(self, row: object) -> None:
         if not isinstance(row, MutableMapping):
@@ -146,10 +149,14 @@ class _Batch:
 
     def _outcome(self, row: MutableMapping[str, Any]) -> None:
         attempt = self.recorder.attempt_named(row)
-        if (
-            attempt in self.staged.reserved
-            or attempt not in self.recorder.index.reserved
-        ):
+        stage = stage_of(row) if "stage_index" in row else None
+        reserved = attempt in self.recorder.index.reserved
+        if isinstance(stage, tuple):
+            if reserved or attempt in self.staged.reserved:
+                self._stage_row(row, attempt, stage[0])  # ROW-64: its next stage
+                return
+            self.stage_rows.add((*attempt, stage[0]))
+        if attempt in self.staged.reserved or not reserved:
             self.claims.append(self.recorder.prepare_reserve(row, self.staged))
             self._record(row)
             return
@@ -168,6 +175,36 @@ class _Batch:
         row["_ng_attempt_index"] = attempt[2]
         row["_ng_run_id"] = self.recorder.index.run_id
         self._record(row)
+
+    def _stage_row(
+        self, row: MutableMapping[str, Any], attempt: Attempt, stage: int
+    ) -> None:
+        """ROW-64: a stage of an attempt reserved already, recorded once."""
+        key = (*attempt, stage)
+        if key in self._stages_recorded():
+            self.skipped += 1  # recorded already: never twice
+            return
+        if key in self.stage_rows:
+            raise ConfigError(
+                f"stage {stage} of attempt {attempt[2]} of task {attempt[0]}, "
+                f"rollout {attempt[1]} is named by an earlier row of this file; "
+                "a stage has one row"
+            )
+        self.stage_rows.add(key)
+        row["_ng_attempt_index"] = attempt[2]
+        row["_ng_run_id"] = self.recorder.index.run_id
+        self._record(row)
+
+    def _stages_recorded(self) -> set[tuple[int, int, int, int]]:
+        """ROW-64: ``(task, rollout, attempt, stage)`` of each stage row in the log."""
+        if self._stages is None:
+            self._stages = {
+                (body.task, body.rollout, body.attempt, body.stage_index)
+                for event in self.ledger.events(1, kinds=_OUTCOME_KINDS)
+                if isinstance(body := event.body, ResultSaved | FailureSaved)
+                and body.stage_index is not None
+            }
+        return self._stages
 
     def _outcomes(self) -> set[Attempt]:
         """The attempts whose outcome the log holds (read once, when first needed)."""
@@ -248,8 +285,12 @@ def record_plan_rows(
     lines: Sequence[int] | None = None,
     source: str = "the rows",
     judge: str | None = None,
+    dry_run: bool = False,
 ) -> dict[str, int]:
     """Reserve (or admit) every row's attempt, then record the rows (CLI-5).
+
+    ``dry_run``: every row is checked and its events prepared as a recording
+    would, and nothing is committed (no row written, no event appended).
 
     The reservations and admissions commit in one transaction before any row
     is written, the rows and their events in the next (see the module
@@ -277,10 +318,14 @@ def record_plan_rows(
                         "recorded",
                         line=number,
                     ) from exc
-            batch.commit()
+            if not dry_run:
+                batch.commit()
         finally:
             batch.undo()  # after a commit, the index already closed them
     ops = batch.claims + batch.records
+    if dry_run:  # rows placed in memory at their files' ends: their events' kinds
+        ends = {f: [e.offset, e.lines] for f, e in recorder.index.ends.items()}
+        locate(ops, ends)
     counts = Counter(kind_of(op.event) for op in ops)
     if batch.skipped:
         counts["already_recorded"] = batch.skipped

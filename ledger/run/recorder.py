@@ -33,6 +33,7 @@ from ledger.events import (
 from ledger.jsonl import encode_row
 from ledger.rows.all_facts import row_facts
 from ledger.rows.kinds import omission_reason, row_route, selected_failure_kind
+from ledger.rows.stages import reserved_stage, stage_fields
 from ledger.rows.values import brief, is_mapping
 from ledger.run.write_index import Attempt, WriteIndex
 from ledger.run.writer import Writer
@@ -47,6 +48,7 @@ class Staged:
     """What earlier operations of the same batch already claimed."""
 
     reserved: set[Attempt] = field(default_factory=set)
+    reserved_stages: set[tuple[int, int, int, int]] = field(default_factory=set)
     admitted: set[Attempt] = field(default_factory=set)
     closed: set[str] = field(default_factory=set)
 
@@ -142,7 +144,10 @@ class Recorder:
                 f"attempt {attempt[2]} of task {task}, rollout {rollout} is not "
                 "released: run `rollout-ledger resume` (or replan) for the current plan"
             )
-        if attempt in index.reserved or attempt in staged.reserved:
+        stage = reserved_stage(target) if "stage_index" in target else None
+        if stage is not None:  # ROW-64: an unfinished attempt goes on at a stage
+            self._check_stage(attempt, stage, staged)
+        elif attempt in index.reserved or attempt in staged.reserved:
             raise ConfigError(
                 f"attempt {attempt[2]} of task {task}, rollout {rollout} is already "
                 "reserved; an attempt is reserved once"
@@ -152,9 +157,24 @@ class Recorder:
         target["_ng_attempt_index"] = attempt[2]
         target["_ng_run_id"] = run_id
         body = AttemptReserved(
-            task=task, rollout=rollout, attempt=attempt[2], run_id=run_id
+            task=task,
+            rollout=rollout,
+            attempt=attempt[2],
+            run_id=run_id,
+            stage_index=stage,
         )
         return Prepared(body, result=attempt[2])
+
+    def _check_stage(self, attempt: Attempt, stage: int, staged: Staged) -> None:
+        # ROW-64: each later stage of an attempt is reserved once.
+        if (*attempt, stage) in self.index.reserved_stages or (
+            (*attempt, stage) in staged.reserved_stages
+        ):
+            raise ConfigError(
+                f"stage {stage} of attempt {attempt[2]} of task {attempt[0]}, "
+                f"rollout {attempt[1]} is already reserved; a stage is reserved once"
+            )
+        staged.reserved_stages.add((*attempt, stage))
 
     def attempt_named(self, row: object) -> Attempt:
         """The attempt a row names (by default its key's released attempt)."""
@@ -207,9 +227,10 @@ class Recorder:
         make: MakeEvent
         if route == "result":
             facts = row_facts(source)
+            stage = stage_fields(source)  # ROW-64: {} for a plain row
 
             def make(location: Location, line: int) -> Event:
-                return ResultSaved(**key, location=location, facts=facts)
+                return ResultSaved(**key, location=location, facts=facts, **stage)
         elif route == "omission":
             # ID-13: redacted before it is cut, so no prefix of a secret is kept.
             reason = omission_reason(source)
@@ -220,10 +241,11 @@ class Recorder:
                 )
         else:
             facts = row_facts(source)
+            stage = stage_fields(source)
 
             def make(location: Location, line: int) -> Event:
                 return FailureSaved(
-                    **key, location=location, sidecar_line=line, facts=facts
+                    **key, location=location, sidecar_line=line, facts=facts, **stage
                 )
 
         return Prepared(file=file, data=data, make=make)

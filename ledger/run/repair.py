@@ -28,10 +28,8 @@ the line ``verify`` names, instead of a line after it.
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import msgspec
 
@@ -43,6 +41,12 @@ from ledger.errors import (
 from ledger.events import TailRepaired
 from ledger.files import open_regular, refuse_irregular
 from ledger.paths import RunPaths
+from ledger.run.changed_rows import (
+    Locations,
+    changed_line,
+    count_lines,
+    refuse_changed_rows,
+)
 from ledger.run.recorder import Recorder, Staged
 from ledger.run.tail_repair import (
     append_newline,
@@ -57,9 +61,7 @@ from ledger.run.write_index import FileEnd, WriteIndex
 from ledger.store.prepared import Prepared
 
 __all__ = ["REPAIRS", "PendingRepair", "Unrecorded", "find_unrecorded"]
-__all__ += ["refuse_changed_rows", "repair"]
-
-_CHUNK = 1 << 20
+__all__ += ["Locations", "refuse_changed_rows", "repair"]
 
 
 @dataclass(frozen=True)
@@ -124,53 +126,9 @@ REPAIRS = {
 }
 
 
-def _count_lines(path: Path, end: int) -> int:
-    count = 0
-    with open_regular(path) as handle:
-        while end > 0:
-            chunk = handle.read(min(_CHUNK, end))
-            if not chunk:
-                break
-            count += chunk.count(b"\n")
-            end -= len(chunk)
-    return count
-
-
-#: The recorded (offset, length, sha256) of every row of one file, in order.
-Locations = Callable[[str], Iterable[tuple[int, int, str]]]
-
-
-def _first_changed_line(
-    path: Path, size: int, recorded: Iterable[tuple[int, int, str]]
-) -> int | None:
-    r"""The 1-based line of the first recorded row the file no longer holds as is.
-
-    ``None`` when every recorded row is where it was recorded. Rows are taken
-    in file order and lines counted at ``"\n"``, as ``verify`` does.
-    """
-    line = 1
-    with open_regular(path) as handle:
-        position = 0
-        for offset, length, digest in sorted(recorded):
-            gap = handle.read(max(0, offset - position))
-            line += gap.count(b"\n")
-            data = handle.read(length)
-            position = offset + len(data)
-            if len(data) < length or hashlib.sha256(data).hexdigest() != digest:
-                return line
-            line += data.count(b"\n")
-    return None
-
-
 def _ends_as_recorded(open_end: bool, end: FileEnd, lines: int) -> bool:
     """Whether the recorded rows still end at ``end``: a newline, as many lines."""
     return end.offset == 0 or (not open_end and lines == end.lines)
-
-
-def _changed(
-    path: Path, file: str, size: int, locations: Locations | None
-) -> int | None:
-    return _first_changed_line(path, size, locations(file) if locations else ())
 
 
 def _unrecorded_in(
@@ -187,7 +145,7 @@ def _unrecorded_in(
         return None
     size = path.stat().st_size
     if size < end.offset:
-        line = _changed(path, file, size, locations) or _count_lines(path, size) + 1
+        line = changed_line(path, file, size, locations) or count_lines(path, size) + 1
         raise CorruptLedger(
             f"line {line} of {file} no longer holds the row the ledger recorded "
             f"there ({path} is {size} bytes, shorter than the {end.offset} bytes "
@@ -200,13 +158,13 @@ def _unrecorded_in(
         if not open_end:
             return None
         # REC-83: the last recorded row, kept without its newline by an import.
-        line = _count_lines(path, end.offset) + 1
+        line = count_lines(path, end.offset) + 1
         return Unrecorded(file, end.offset, line, (), b"", newline_at=end.offset)
-    lines = _count_lines(path, end.offset)
+    lines = count_lines(path, end.offset)
     if not _ends_as_recorded(open_end, end, lines):
         # Bytes inserted (a "\r\n", a line) or removed before the recorded end
         # shift what is past it: name the first row that moved, not the tail.
-        changed = _changed(path, file, size, locations)
+        changed = changed_line(path, file, size, locations)
         if changed is not None:
             raise CorruptLedger(
                 f"line {changed} of {file} no longer holds the row the ledger "
@@ -271,26 +229,6 @@ def _kind_of(data: bytes) -> str:
         return BLANK_BETWEEN
     # REC-86: no run id: another collector's row, for `import` to adopt.
     return ADOPT if without_ledger(data) else UNRECORDED
-
-
-def refuse_changed_rows(paths: RunPaths, file: str, locations: Locations) -> None:
-    """R-7: refuse when a recorded row of ``file`` is no longer as recorded.
-
-    Every recorded row is read and hashed: an edit in place keeps the file's
-    length and line count, which the open's cheaper check trusts.
-    """
-    path = paths.folder / file
-    if not refuse_irregular(path):
-        return  # a missing file with rows in it is find_unrecorded's to name
-    changed = _changed(path, file, path.stat().st_size, locations)
-    if changed is not None:
-        raise CorruptLedger(
-            f"line {changed} of {file} no longer holds the row the ledger recorded "
-            "there: rows were edited; run `rollout-ledger verify`, and restore the "
-            "file from a backup",
-            path=path,
-            line=changed,
-        )
 
 
 def _decode_line(found: Unrecorded, number: int, data: bytes) -> dict[str, object]:

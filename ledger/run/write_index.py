@@ -78,6 +78,7 @@ class _Stored(msgspec.Struct, array_like=True):
     admitted_since_release: list[Attempt]
     open_admissions: list[tuple[str, Attempt]]
     ends: list[tuple[str, int, int]]
+    reserved_stages: list[tuple[int, int, int, int]] = []
 
 
 @dataclass
@@ -98,6 +99,8 @@ class WriteIndex:
     released_by_key: dict[tuple[int, int], int] = field(default_factory=dict)
     released_rejudge: set[Attempt] = field(default_factory=set)
     reserved: set[Attempt] = field(default_factory=set)
+    #: ROW-64: ``(task, rollout, attempt, stage)`` of each later stage reserved.
+    reserved_stages: set[tuple[int, int, int, int]] = field(default_factory=set)
     admitted_since_release: set[Attempt] = field(default_factory=set)
     open_admissions: dict[str, Attempt] = field(default_factory=dict)
     ends: dict[str, FileEnd] = field(default_factory=dict)
@@ -124,6 +127,7 @@ class WriteIndex:
             admitted_since_release=sorted(self.admitted_since_release),
             open_admissions=sorted(self.open_admissions.items()),
             ends=sorted((f, e.offset, e.lines) for f, e in self.ends.items()),
+            reserved_stages=sorted(self.reserved_stages),
         )
         return msgspec.msgpack.encode(stored)
 
@@ -141,6 +145,7 @@ class WriteIndex:
             admitted_since_release=set(stored.admitted_since_release),
             open_admissions=dict(stored.open_admissions),
             ends={f: FileEnd(offset, lines) for f, offset, lines in stored.ends},
+            reserved_stages=set(stored.reserved_stages),
         )
 
     def apply(self, body: object) -> None:
@@ -174,6 +179,10 @@ class WriteIndex:
 
     def _attempt_reserved(self, body: AttemptReserved) -> None:
         self.reserved.add((body.task, body.rollout, body.attempt))
+        if body.stage_index is not None:  # ROW-64: a later stage, reserved once
+            self.reserved_stages.add(
+                (body.task, body.rollout, body.attempt, body.stage_index)
+            )
 
     def _judge_admitted(self, body: JudgeAdmitted) -> None:
         attempt = (body.task, body.rollout, body.attempt)

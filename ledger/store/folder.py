@@ -17,6 +17,7 @@ from ledger.store.built_aside import built_aside
 from ledger.store.file_lock import FileLock
 from ledger.store.file_sink import FileSink
 from ledger.store.materialize import MaterializedInputs
+from ledger.store.missing import require_run_at
 from ledger.store.port import LockPart, NewEvent, OpenRun
 from ledger.store.run_files import FolderFiles
 from ledger.store.sqlite import SQLiteStore
@@ -103,6 +104,7 @@ class FolderHome:
 
     def open(self, *, lock: LockPart | None = None) -> OpenRun:
         """Open ``ledger.db``: read-write with the lock held, else read-only."""
+        require_run_at(self.paths.out)  # a mistyped OUT is missing, not corrupt
         self._refuse_files_without_ledger()
         store = SQLiteStore.open(self.paths.db, writable=lock is not None)
         return OpenRun(
