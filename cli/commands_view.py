@@ -38,7 +38,7 @@ from cli.render import plural
 if TYPE_CHECKING:
     from projections import RunStatus
 
-__all__ = ["check", "export", "head", "history", "report", "results", "status"]
+__all__ = ["check", "export", "head", "history", "results", "status"]
 
 _OUTPUT = click.Path(dir_okay=False, writable=True, path_type=Path)
 
@@ -533,44 +533,3 @@ def head(out: Path, as_json: bool) -> None:
         echo_json({"seq": seq, "head": digest.hex()})
         return
     click.echo(f"{seq} {digest.hex()}")
-
-
-@click.command()
-@out_argument
-@click.option("-o", "--output", type=_OUTPUT, help="Write to FILE, not stdout.")
-@click.option("--no-verify", is_flag=True, help="Skip the integrity check.")
-@click.option(
-    "--serve",
-    "port",
-    type=click.IntRange(0, 65535),
-    help="Serve the page on 127.0.0.1:PORT instead, made afresh on each load.",
-)
-def report(
-    out: Path | str, output: Path | None, no_verify: bool, port: int | None
-) -> None:
-    """Write the run as one HTML page that opens from disk, offline.
-
-    The page shows how many rollouts are complete and the command that moves
-    the rest, the reward figures, where every rollout stands (each decision in
-    a sentence), a grid of tasks by rollouts whose squares open each rollout's
-    attempts, failures by kind and side over time, held rollouts with the
-    approve command, the changes made during the run, and the integrity check
-    with the head hash. A large run is shown in bands of tasks. With --serve
-    the page is served on this machine only, until interrupted.
-
-    \b
-    Example:
-      rollout-ledger report results/rollouts.jsonl -o report.html
-    """
-    from cli.report_html import build_page, serve_report
-
-    if port is not None:
-        if output is not None:
-            raise click.UsageError("give -o FILE or --serve PORT, not both")
-        serve_report(lambda: build_page(out, verify=not no_verify)[0], port)
-        return
-    with _sink(out, output) as sink:
-        page, expected = build_page(out, verify=not no_verify)
-        sink.write(page.encode())
-    if output is not None:
-        click.echo(f"wrote the report of {expected} rollouts to {output}")

@@ -12,13 +12,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import click
 
 from cli.common import reader
+from cli.progress import working
 
-__all__ = ["build_page", "render_report", "serve_report"]
+__all__ = ["Built", "build_page", "render_report", "serve_report"]
 
 
 def render_report(context: Mapping[str, Any]) -> str:
@@ -39,28 +40,56 @@ def render_report(context: Mapping[str, Any]) -> str:
     return page
 
 
-def build_page(out: Path | str, *, verify: bool = True) -> tuple[str, int]:
-    """The report page of the run at ``out``, and how many rollouts it has.
+class Built(NamedTuple):
+    """A report page and what ``report --json`` says of it."""
+
+    html: str
+    rollouts: int
+    complete: int
+    verified: bool | None  # None: not checked (--no-verify)
+    findings: int
+    seq: int
+    head: str
+
+
+def build_page(out: Path | str, *, verify: bool = True, quiet: bool = True) -> Built:
+    """The report page of the run at ``out``.
 
     With ``verify``, each event is not checked again as read: verify's full
     chain check names what does not hold, in the page, as ``verify`` does.
+    A spinner shows each step on a terminal's stderr unless ``quiet``.
     """
     import projections
 
     with reader(out, check_head=not verify) as led:
-        state = projections.replay(led)
-        decisions = projections.decide_all(state)
-        verification = projections.verify_run(led) if verify else None
-        metrics = projections.reward_metrics(led, state, decisions=decisions)
-        context = projections.report_context(
-            state,
-            led.events(1),
-            decisions,
-            out=str(out),
-            verification=verification,
-            metrics=metrics.to_dict(),
-        )
-    return render_report(context), state.expected
+        with working("reading the run", quiet=quiet):
+            state = projections.replay(led)
+            decisions = projections.decide_all(state)
+        verification = None
+        if verify:
+            with working("verifying", quiet=quiet):
+                verification = projections.verify_run(led)
+        with working("writing the report", quiet=quiet):
+            metrics = projections.reward_metrics(led, state, decisions=decisions)
+            context = projections.report_context(
+                state,
+                led.events(1),
+                decisions,
+                out=str(out),
+                verification=verification,
+                metrics=metrics.to_dict(),
+            )
+            html = render_report(context)
+    checked = context["verify"]
+    return Built(
+        html=html,
+        rollouts=state.expected,
+        complete=context["headline"]["complete"],
+        verified=checked["ok"],
+        findings=len(checked["findings"]),
+        seq=checked["seq"],
+        head=checked["head"],
+    )
 
 
 def serve_report(page: Callable[[], str], port: int) -> None:

@@ -236,3 +236,25 @@ def test_cli6_report_serve_serves_the_page_made_afresh(demo: tuple[Path, str]) -
         assert server.wait(timeout=30) == 0
         assert server.stderr is not None
         server.stderr.close()
+
+
+def test_cli16_report_json_summarizes_the_page(
+    demo: tuple[Path, str], tmp_path: Path
+) -> None:
+    """CLI-16: report --json, with -o, as docs/json.md describes it."""
+    out, _ = demo
+    target = tmp_path / "report.html"
+    found = json.loads(invoke("report", str(out), "-o", str(target), "--json").output)
+    seq, head = invoke("head", str(out)).output.split()
+    status = json.loads(invoke("status", str(out), "--json").output)
+    assert found == {
+        "schema_version": 1,
+        "output": str(target),
+        "bytes": target.stat().st_size,
+        "rollouts": status["coverage"]["expected"],
+        "complete": status["coverage"]["decisions"]["complete"],
+        "verified": True,
+        "findings": 0,
+        "seq": int(seq),
+        "head": head,
+    }
