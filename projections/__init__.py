@@ -26,14 +26,7 @@ the reward figures' file, ``MeasuredRows``), ``audit_export`` (an
 ``import_into_store`` (a ``StoreImport``).
 """
 
-from projections.actions import (
-    OperatorResult,
-    approve,
-    extend_attempts,
-    held_attempts,
-    reset_budget,
-    set_policy,
-)
+from projections.actions import OperatorResult, approve, held_attempts
 from projections.aggregate import (
     AggregateMetrics,
     MeasuredRows,
@@ -59,6 +52,7 @@ from projections.replay import replay
 from projections.report import report_context
 from projections.results import selected_results
 from projections.resume import Resume, resume
+from projections.settings_actions import extend_attempts, reset_budget, set_policy
 from projections.state import RunState
 from projections.verify import Finding, verify
 from projections.words import (

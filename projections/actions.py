@@ -12,33 +12,28 @@ nothing (a reader ledger serves).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Iterable, Sequence
+from typing import cast
 
 import msgspec
 
 from ledger import (
     FAILURE_KINDS,
-    MAX_ATTEMPTS,
     ConfigError,
     CorruptLedger,
     Ledger,
     Refused,
     attempt_key,
-    bounded,
 )
 from ledger.events import (
     AnyEvent,
-    AttemptsExtended,
     Event,
-    FailureBudgetReset,
-    PolicyChange,
     PolicyChanged,
     RerunApproved,
     StoredEvent,
     kind_of,
 )
-from ledger.policy.log import policy_changes, policy_from_events, policy_from_json
+from ledger.policy.log import policy_from_events, policy_from_json
 from projections.coverage import HELD_REASONS
 from projections.decide import Decision, decide_all
 from projections.fold import fold_into
@@ -46,7 +41,6 @@ from projections.publish import publish
 from projections.replay import replay
 from projections.snapshot import copy_state
 from projections.state import RunState
-from projections.verify import verify
 
 __all__ = [
     "Approval",
@@ -55,10 +49,8 @@ __all__ = [
     "append_operator_events",
     "approve",
     "approve_held",
-    "extend_attempts",
+    "failure_classes",
     "held_attempts",
-    "reset_budget",
-    "set_policy",
 ]
 
 Decisions = dict[tuple[int, int], Decision]
@@ -325,7 +317,7 @@ def _known_filters(state: RunState, reason_held: str | None, kind: str | None) -
         )
     if kind is None or kind in FAILURE_KINDS:
         return
-    classes = _failure_classes(state)
+    classes = failure_classes(state)
     if kind not in classes:
         others = ", ".join(sorted(classes - FAILURE_KINDS)) or "none"
         raise ConfigError(
@@ -337,44 +329,7 @@ def _known_filters(state: RunState, reason_held: str | None, kind: str | None) -
         )
 
 
-def extend_attempts(
-    ledger: Ledger, total: int, *, reason: str, actor: str, dry_run: bool = False
-) -> OperatorResult:
-    """REC-11: record ``total`` only when it exceeds the extension in force."""
-    total = bounded(
-        total,
-        low=1,
-        high=MAX_ATTEMPTS,
-        what="extend-attempts takes a total",
-        key="total",
-    )
-    state = replay(ledger)
-    bodies: list[Event] = []
-    if total > state.extension:
-        bodies.append(AttemptsExtended(total=total, reason=reason))
-    return append_operator_events(ledger, state, bodies, actor=actor, dry_run=dry_run)
-
-
-def reset_budget(
-    ledger: Ledger, *, reason: str, actor: str, dry_run: bool = False
-) -> OperatorResult:
-    """REC-16: only on a ledger that verifies (chain and files); then reset."""
-    problems = [f for f in verify(ledger) if f.check != "published"]
-    if problems:
-        raise CorruptLedger(
-            "the run does not verify, so its budget is not reset:\n"
-            + "\n".join(f"  {finding}" for finding in problems)
-        )
-    state = replay(ledger)
-    sidecar = ledger.files.names.sidecar
-    lines = ledger.write_index().end_of(sidecar).lines  # verified: the file's lines
-    body = FailureBudgetReset(
-        excluded_lines=lines, before_seq=state.as_of_seq, reason=reason
-    )
-    return append_operator_events(ledger, state, [body], actor=actor, dry_run=dry_run)
-
-
-def _failure_classes(state: RunState) -> frozenset[str]:
+def failure_classes(state: RunState) -> frozenset[str]:
     """The failure kinds and classes the run's recorded outcomes carry (REC-80)."""
     kinds = {
         attempt.kind
@@ -382,27 +337,3 @@ def _failure_classes(state: RunState) -> frozenset[str]:
         for attempt in rollout.newest_first()
     }
     return frozenset(kind for kind in kinds if kind is not None)
-
-
-def set_policy(
-    ledger: Ledger,
-    settings: Mapping[str, Any],
-    *,
-    reason: str,
-    actor: str,
-    dry_run: bool = False,
-) -> tuple[dict[str, PolicyChange], OperatorResult]:
-    """REC-60: record the settings that change the policy in force, if any.
-
-    REC-80: a kind the change names is registered or a failure class of one
-    of the run's rows.
-    """
-    state = replay(ledger)
-    policy = policy_from_json(state.policy)
-    changes = policy_changes(policy, settings, classes=_failure_classes(state))
-    bodies: list[Event] = (
-        [PolicyChanged(changes=changes, reason=reason)] if changes else []
-    )
-    return changes, append_operator_events(
-        ledger, state, bodies, actor=actor, dry_run=dry_run
-    )

@@ -139,6 +139,7 @@ if TYPE_CHECKING:
         fold_events,
     )
     from projections.fold_rows import FAST_DECODER
+    from projections.metrics import pass_at_k, t_quantile_975
     from projections.publish import rendered_files
     from projections.replan import read_materialized
     from projections.replay import apply
@@ -252,6 +253,7 @@ __all__ = [
     "migrate",
     "own_failure_kind",
     "parse_approvals",
+    "pass_at_k",
     "policy_changes",
     "policy_from_events",
     "policy_from_json",
@@ -274,6 +276,7 @@ __all__ = [
     "save_snapshot",
     "server_blocks",
     "split_key",
+    "t_quantile_975",
     "to_plain",
 ]
 

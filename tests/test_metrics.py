@@ -26,7 +26,7 @@ from projections import (
     replay,
     reward_metrics,
 )
-from projections.metrics import pass_at_k, t_quantile_975
+from tests.internals import pass_at_k, t_quantile_975
 from tests.nemo_gym_070 import SIDECAR, cli, copy_fixture, decision, imported
 from tests.prerequisites import nemo_gym_fixtures
 
