@@ -19,6 +19,7 @@ from bench.import_decide import ng07_baseline, ng07_ours
 from bench.recorder_rate import p7_baseline, p7_ours
 from bench.replay_rate import p3_baseline
 from bench.replay_time import p3_ours, p5_baseline, p5_ours
+from bench.report_time import rpt_baseline, rpt_ours
 from bench.resume_plan import p4_close, p4_kill
 from bench.resume_time import p4_baseline
 from bench.sizes import Sizes
@@ -161,6 +162,20 @@ TARGETS: tuple[Target, ...] = (
         threshold=1.2,
         at_least=False,
         needs=("ng07",),
+        heavy=True,
+    ),
+    # Issue 16, not a quality.md target: the HTML report of P-4's run (100k
+    # rollouts in full mode) against status on it. The page must stay under
+    # 20 MB (the measurement fails otherwise) and be written in seconds.
+    Target(
+        id="RPT",
+        what="report OUT -o FILE (verify, figures, page) / status OUT, P-4's run",
+        unit=SECONDS,
+        ours=rpt_ours,
+        baseline=rpt_baseline,
+        threshold=10.0,
+        at_least=False,
+        needs=("resume_run",),
         heavy=True,
     ),
 )

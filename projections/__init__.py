@@ -10,8 +10,9 @@ check and plan; ``replan`` releases what the decisions allow; ``publish``,
 ``config_diff`` and the operator actions (``approve``, ``reset_budget``,
 ``extend_attempts``, ``set_policy``). ``GLOSSARY``, ``describe_decision``,
 ``describe_rollout``, ``describe_kind`` and ``describe_rule``
-(``projections.words``) say them in plain words. Everything not in
-``__all__`` is private and may move.
+(``projections.words``) say them in plain words; ``report_context`` gathers
+what the HTML report shows. Everything not in ``__all__`` is private and may
+move.
 
 Each command calls one of these and renders what it returns: ``create_run``
 (a ``CreatedRun``), ``resume_with_plan_file`` (a ``Resume``, its plan written
@@ -48,6 +49,7 @@ from projections.plan import HeldItem, Plan, RejudgeItem
 from projections.publish import publish
 from projections.replan import replan
 from projections.replay import replay
+from projections.report import report_context
 from projections.results import selected_results
 from projections.resume import Resume, resume
 from projections.settings_actions import extend_attempts, reset_budget, set_policy
@@ -142,6 +144,7 @@ __all__ = [
     "record_outcomes",
     "replan",
     "replay",
+    "report_context",
     "reset_budget",
     "result_rows",
     "resume",

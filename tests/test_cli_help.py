@@ -48,6 +48,7 @@ def test_cli_16_the_commands_of_cli_md_are_registered() -> None:
         "export",
         "head",
         "doctor",
+        "report",
     }
 
 

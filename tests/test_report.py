@@ -1,0 +1,260 @@
+"""Issue 16: ``rollout-ledger report`` writes one self-contained HTML page.
+
+Read back as text here (the browser tests are ``test_report_browser.py``):
+the headline equals ``status --json`` (CLI-6), the coverage its REC-41 counts,
+each trail's decision ``decide``'s (REC-20) with the rule id kept for auditors
+only, the held rollouts' approve command works as printed (REC-25), the head
+hash is ``head``'s (EV-2), and a large run is shown in bands of tasks (P-4).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+import projections
+from ledger import open_run
+from projections import decide, describe_decision, replay
+from tests.report_support import (
+    TRAILS,
+    demo_run,
+    invoke,
+    report_of,
+    text_of,
+    trails,
+)
+
+RULE_ID = re.compile(r"\b(?:REC|ROW|CLI|ID|EV|SC|P|R|NG)-\d")
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    folder = tmp_path_factory.mktemp("demo")
+    out = demo_run(folder)
+    return out, report_of(out, folder.parent / "report.html")
+
+
+def test_cli6_headline_equals_status_json(demo: tuple[Path, str]) -> None:
+    out, page = demo
+    found = json.loads(invoke("status", str(out), "--json").output)
+    decisions = found["coverage"]["decisions"]
+    assert int(text_of(page, "complete")) == decisions["complete"]
+    assert int(text_of(page, "expected")) == found["coverage"]["expected"]
+    assert int(text_of(page, "remaining")) == decisions["held"] > 0
+    # The command that moves the held rollouts, as the page prints it.
+    assert f"rollout-ledger approve {out} --all-held" in page
+
+
+def test_rec41_coverage_rows_count_each_decision(demo: tuple[Path, str]) -> None:
+    out, page = demo
+    found = json.loads(invoke("status", str(out), "--json").output)
+    for value, count in found["coverage"]["decisions"].items():
+        row = re.search(
+            rf'data-testid="coverage-{value}"[^>]*>.*?<td class="n">(\d+)</td>',
+            page,
+            re.S,
+        )
+        assert row is not None, value
+        assert int(row.group(1)) == count
+
+
+def test_report_is_self_contained_with_no_rule_id_in_its_prose(
+    demo: tuple[Path, str],
+) -> None:
+    """Nothing loads from elsewhere; rule ids only in the auditors' trail data."""
+    _, page = demo
+    assert "Content-Security-Policy" in page
+    assert not re.search(r"\b(?:src|href)\s*=", page)
+    assert not re.search(r"@import|url\(", page)
+    urls = set(re.findall(r"https?://[^\s\"'<>]+", page))
+    assert urls <= {"http://www.w3.org/2000/svg"}
+    prose = TRAILS.sub("", page)
+    assert not RULE_ID.search(prose), RULE_ID.findall(prose)
+
+
+def test_rec20_trails_carry_decide_and_its_rule_for_auditors(
+    demo: tuple[Path, str],
+) -> None:
+    out, page = demo
+    carried = trails(page)
+    with open_run(out) as led:
+        state = replay(led)
+    assert len(carried) == state.expected  # a small run: every rollout's trail
+    for key, trail in carried.items():
+        task, rollout = map(int, key.split("-"))
+        decision = decide(state, task, rollout)
+        assert (trail["value"], trail["rule"]) == (decision.value, decision.rule)
+        assert trail["words"] == describe_decision(decision, cap=state.cap)
+        numbers = [a.attempt for a in state.rollout(task, rollout).attempts]
+        assert [a["attempt"] for a in trail["attempts"]] == numbers
+        assert not RULE_ID.search(trail["words"] + trail["rule_words"])
+
+
+def test_rec25_held_rollouts_approve_command_runs_as_printed(
+    demo: tuple[Path, str],
+) -> None:
+    out, page = demo
+    commands = re.findall(
+        r'<span class="cmd">(rollout-ledger approve [^<]*--attempt[^<]*)', page
+    )
+    assert commands
+    words = shlex.split(commands[0].replace("&lt;why&gt;", "checked"))
+    assert words[2] == str(out)
+    listed = invoke(*words[1:], "--dry-run").output
+    assert "nothing recorded" not in listed
+    task, rollout = (
+        words[words.index("--task") + 1],
+        words[words.index("--rollout") + 1],
+    )
+    assert f"t{task} r{rollout}" in listed or f"task {task}" in listed
+
+
+def test_ev2_report_shows_verify_verdict_and_head_hash(demo: tuple[Path, str]) -> None:
+    out, page = demo
+    seq, head = invoke("head", str(out)).output.split()
+    assert (text_of(page, "seq"), text_of(page, "head")) == (seq, head)
+    assert "check out" in text_of(page, "verdict")
+
+
+def test_ev2_report_of_an_edited_run_names_what_does_not_hold(tmp_path: Path) -> None:
+    out = demo_run(tmp_path / "run", rollouts=40)
+    rows = out.read_bytes()
+    out.write_bytes(rows.replace(b'"reward":1.0', b'"reward":0.0', 1))
+    page = report_of(out, tmp_path / "report.html")
+    assert 'class="bad"' in page
+    assert "Some checks do not hold" in page
+
+
+def test_p4_large_run_is_shown_in_bands_with_unfinished_trails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """P-4: past the grid's limit, bands of tasks and the unfinished listed."""
+    out = demo_run(tmp_path / "run", rollouts=80)
+    monkeypatch.setattr(projections.report, "GRID_LIMIT", 20)
+    page = report_of(out, tmp_path / "report.html")
+    assert 'class="cell' not in page
+    assert "tasks are too many for one square per rollout" in page
+    carried = trails(page)
+    with open_run(out) as led:
+        state = replay(led)
+    unfinished = {
+        f"{t}-{r}"
+        for t, r in state.ordered_keys()
+        if decide(state, t, r).value not in ("complete", "omitted")
+    }
+    assert set(carried) == unfinished
+    assert all(f'data-key="{key}"' in page for key in unfinished)
+
+
+def test_cli16_report_help_has_an_example_and_no_rule_id() -> None:
+    text = invoke("report", "--help").output
+    assert "Example:" in text
+    assert not RULE_ID.search(text)
+
+
+@pytest.mark.parametrize(
+    ("prefix", "value", "command"),
+    [
+        ("a12", "terminal", "history"),
+        ("f08", "exhausted", "extend-attempts"),
+    ],
+)
+def test_rec40_headline_names_the_command_for_what_remains(
+    tmp_path: Path, prefix: str, value: str, command: str
+) -> None:
+    """REC-40: what remains, counted, with the command that moves it."""
+    from tests.nemo_gym_070 import imported
+
+    out = imported(prefix, tmp_path)
+    page = report_of(out, tmp_path / "report.html")
+    with open_run(out) as led:
+        state = replay(led)
+    assert decide(state, 0, 0).value == value
+    assert int(text_of(page, "remaining")) == 1
+    printed = re.findall(rf'<span class="cmd">(rollout-ledger {command} [^<]*)', page)
+    assert len(printed) == 1
+    words = shlex.split(printed[0].replace("&lt;why&gt;", "checked"))
+    assert words[2] == str(out)
+    if command == "history":  # it reads only: run it as printed
+        assert "decision: terminal" in invoke(*words[1:]).output
+    else:
+        assert words[3] == str(state.extension + 1)
+
+
+def test_ev2_report_without_the_check_says_so_and_keeps_the_head(
+    demo: tuple[Path, str], tmp_path: Path
+) -> None:
+    out, _ = demo
+    page = report_of(out, tmp_path / "report.html", "--no-verify")
+    seq, head = invoke("head", str(out)).output.split()
+    assert (text_of(page, "seq"), text_of(page, "head")) == (seq, head)
+    assert "Not checked for this report." in page
+    assert 'data-testid="verdict"' not in page
+
+
+def test_cli6_report_serve_serves_the_page_made_afresh(demo: tuple[Path, str]) -> None:
+    """--serve: the same page over 127.0.0.1, from a second process."""
+    out, _ = demo
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from cli import main; main()",
+            "report",
+            str(out),
+            "--serve",
+            "0",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stderr is not None
+        line = server.stderr.readline()
+        address = re.search(r"http://127\.0\.0\.1:\d+/", line)
+        assert address is not None, line
+        with urllib.request.urlopen(address.group(0), timeout=60) as response:
+            page = response.read().decode()
+        found = json.loads(invoke("status", str(out), "--json").output)
+        assert (
+            int(text_of(page, "complete")) == found["coverage"]["decisions"]["complete"]
+        )
+        with pytest.raises(urllib.error.HTTPError, match="404") as refused:
+            urllib.request.urlopen(address.group(0) + "elsewhere", timeout=60)
+        refused.value.close()
+    finally:
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=30) == 0
+        assert server.stderr is not None
+        server.stderr.close()
+
+
+def test_cli16_report_json_summarizes_the_page(
+    demo: tuple[Path, str], tmp_path: Path
+) -> None:
+    """CLI-16: report --json, with -o, as docs/json.md describes it."""
+    out, _ = demo
+    target = tmp_path / "report.html"
+    found = json.loads(invoke("report", str(out), "-o", str(target), "--json").output)
+    seq, head = invoke("head", str(out)).output.split()
+    status = json.loads(invoke("status", str(out), "--json").output)
+    assert found == {
+        "schema_version": 1,
+        "output": str(target),
+        "bytes": target.stat().st_size,
+        "rollouts": status["coverage"]["expected"],
+        "complete": status["coverage"]["decisions"]["complete"],
+        "verified": True,
+        "findings": 0,
+        "seq": int(seq),
+        "head": head,
+    }

@@ -1,0 +1,247 @@
+"""Issue 16: the report in a real browser, headless Chromium, network off.
+
+Debian's ``chromium`` and ``chromium-driver`` (``.ci/run`` installs them),
+driven by Selenium. The page is opened from disk with every connection sent
+to a closed port, and the tests read what Chromium rendered: no request left
+the page (only ``file:`` and ``data:`` resources), the headline equals
+``status --json`` (CLI-6), every grid cell is ``decide``'s decision (REC-20),
+clicking a rollout opens its trail with the rule id for auditors (CLI-8), a
+large run's listed rollouts open theirs too (P-4), and the screenshot is not
+blank.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import struct
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import projections
+from ledger import open_run
+from projections import decide, replay
+from tests.prerequisites import unavailable
+from tests.report_support import demo_run, invoke, report_of
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
+    unavailable(
+        "no headless Chromium: apt-get install chromium chromium-driver "
+        "(.ci/run does, as root)"
+    )
+try:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+except ImportError:  # pragma: no cover - the dev extra installs it
+    unavailable("selenium is not installed: pip install -e '.[dev]'")
+
+WIDTH, HEIGHT = 1200, 900
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        f"--window-size={WIDTH},{HEIGHT}",
+        # Network off: every connection goes to a closed port, no name resolves.
+        "--proxy-server=http://127.0.0.1:9",
+        "--proxy-bypass-list=<-loopback>",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        "--disable-background-networking",
+        "--no-first-run",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp("demo")
+    out = demo_run(folder)
+    page = folder.parent / "report.html"
+    report_of(out, page)
+    return out, page
+
+
+def _open(browser: Any, page: Path) -> None:
+    browser.get(page.resolve().as_uri())
+    assert browser.execute_script("return document.readyState") == "complete"
+
+
+def test_report_opens_from_disk_and_no_request_leaves(
+    browser: Any, demo: tuple[Path, Path]
+) -> None:
+    _open(browser, demo[1])
+    names = browser.execute_script(
+        "return [location.href].concat(performance.getEntriesByType('resource')"
+        ".map(function (e) { return e.name; }))"
+    )
+    assert names[0].startswith("file:")
+    assert all(name.split(":", 1)[0] in ("file", "data") for name in names), names
+    # The page's own policy would block a request silently: nothing asks for one.
+    asking = browser.execute_script(
+        "return document.querySelectorAll('[src], [href], link, iframe, object,"
+        " embed, img, script[src]').length"
+    )
+    assert asking == 0
+    assert browser.find_element(By.TAG_NAME, "svg").is_displayed()
+
+
+def test_cli6_rendered_headline_equals_status_json(
+    browser: Any, demo: tuple[Path, Path]
+) -> None:
+    out, page = demo
+    _open(browser, page)
+    found = json.loads(invoke("status", str(out), "--json").output)["coverage"]
+
+    def shown(name: str) -> str:
+        return str(browser.find_element(By.CSS_SELECTOR, f"[data-testid={name}]").text)
+
+    assert int(shown("complete")) == found["decisions"]["complete"]
+    assert int(shown("expected")) == found["expected"]
+    assert int(shown("remaining")) == found["decisions"]["held"]
+    share = 100 * found["decisions"]["complete"] / found["expected"]
+    assert shown("percent") == f"{share:.1f}"
+
+
+def test_rec20_rendered_grid_cells_equal_decide(
+    browser: Any, demo: tuple[Path, Path]
+) -> None:
+    out, page = demo
+    _open(browser, page)
+    cells = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#grid .cell')).map("
+        "function (c) { return [c.dataset.key, c.dataset.value,"
+        " getComputedStyle(c).backgroundColor]; })"
+    )
+    with open_run(out) as led:
+        state = replay(led)
+    assert len(cells) == state.expected
+    assert len({key for key, _, _ in cells}) == state.expected
+    colours: dict[str, set[str]] = {}
+    for key, value, colour in cells:
+        task, rollout = map(int, key.split("-"))
+        assert value == decide(state, task, rollout).value, key
+        colours.setdefault(value, set()).add(colour)
+    # One colour per decision, different decisions in different colours.
+    assert all(len(found) == 1 for found in colours.values())
+    assert len({next(iter(found)) for found in colours.values()}) == len(colours)
+
+
+def test_cli8_clicking_a_rollout_opens_its_trail(
+    browser: Any, demo: tuple[Path, Path]
+) -> None:
+    out, page = demo
+    _open(browser, page)
+    assert not browser.find_element(By.ID, "trail").is_displayed()
+    held = browser.find_element(By.CSS_SELECTOR, "#grid .cell[data-value=held]")
+    task, rollout = map(int, held.get_attribute("data-key").split("-"))
+    held.click()
+    trail = browser.find_element(By.ID, "trail")
+    assert trail.is_displayed()
+    with open_run(out) as led:
+        state = replay(led)
+    decision = decide(state, task, rollout)
+    title = browser.find_element(By.ID, "trail-title").text
+    assert title == f"Task {task}, rollout {rollout}: held"
+    attempts = trail.find_elements(By.CSS_SELECTOR, ".attempt h3")
+    numbers = [a.attempt for a in state.rollout(task, rollout).attempts]
+    assert [a.text for a in attempts] == [f"Attempt {n}" for n in numbers]
+    assert "result saved" in trail.text
+    assert browser.find_element(By.ID, "trail-rule").text == decision.rule
+    assert browser.find_element(By.ID, "trail-words").text.startswith("held: ")
+
+
+def _pixels(data: bytes) -> tuple[int, int, list[int]]:
+    """A PNG's width, height and channel values (8-bit RGB or RGBA), stdlib only."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, width, height, channels, idat = 8, 0, 0, 4, b""
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind = data[pos + 4 : pos + 8]
+        chunk = data[pos + 8 : pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, colour = struct.unpack(">IIBB", chunk[:10])
+            assert depth == 8
+            assert colour in (2, 6)
+            channels = 3 if colour == 2 else 4
+        elif kind == b"IDAT":
+            idat += chunk
+        pos += 12 + length
+    raw, stride = zlib.decompress(idat), width * channels
+    out: list[int] = []
+    above = [0] * stride
+    for y in range(height):
+        start = y * (stride + 1)
+        kind, line = raw[start], list(raw[start + 1 : start + 1 + stride])
+        for i in range(stride):
+            left = line[i - channels] if i >= channels else 0
+            up, corner = above[i], above[i - channels] if i >= channels else 0
+            if kind == 1:
+                line[i] = (line[i] + left) & 255
+            elif kind == 2:
+                line[i] = (line[i] + up) & 255
+            elif kind == 3:
+                line[i] = (line[i] + (left + up) // 2) & 255
+            elif kind == 4:
+                p = left + up - corner
+                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
+                near = left if pa <= pb and pa <= pc else up if pb <= pc else corner
+                line[i] = (line[i] + near) & 255
+        out += line
+        above = line
+    return width, height, out
+
+
+def test_screenshot_of_the_report_is_not_blank(
+    browser: Any, demo: tuple[Path, Path]
+) -> None:
+    """The headline and the grid as Chromium painted them: not one flat colour."""
+    _open(browser, demo[1])
+    for part in ("headline", "grid"):
+        element = browser.find_element(By.ID, part)
+        width, height, values = _pixels(element.screenshot_as_png)
+        assert width > 100
+        assert height > 20
+        assert statistics.pvariance(values) > 100, part
+    browser.get("about:blank")
+    _, _, blank = _pixels(browser.find_element(By.TAG_NAME, "body").screenshot_as_png)
+    assert statistics.pvariance(blank) == 0
+
+
+def test_p4_large_run_bands_open_the_listed_trails(
+    browser: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """P-4: past the grid's limit, the unfinished rollouts' rows open trails."""
+    out = demo_run(tmp_path / "run", rollouts=80)
+    monkeypatch.setattr(projections.report, "GRID_LIMIT", 20)
+    page = tmp_path / "report.html"
+    report_of(out, page)
+    _open(browser, page)
+    assert not browser.find_elements(By.CSS_SELECTOR, ".cell")
+    links = browser.find_elements(By.CSS_SELECTOR, "#grid .row-link")
+    assert links
+    key = links[-1].get_attribute("data-key")
+    links[-1].click()
+    task, rollout = key.split("-")
+    assert browser.find_element(By.ID, "trail").is_displayed()
+    assert browser.find_element(By.ID, "trail-title").text.startswith(
+        f"Task {task}, rollout {rollout}: "
+    )
