@@ -257,7 +257,7 @@ def test_ev_12_writer_open_refuses_a_broken_head(make_run: RunFactory) -> None:
 
 def test_ev_12_open_of_a_missing_run_says_how_to_create_one(tmp_path: Path) -> None:
     # Nothing is there: a mistyped path, not corrupt saved work (issue 16).
-    with pytest.raises(ConfigError, match="no run at .*rollout-ledger create"):
+    with pytest.raises(ConfigError, match=r"no run at .*rollout-ledger create"):
         Ledger.open(tmp_path / "nothing.jsonl")
 
 
