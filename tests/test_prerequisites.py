@@ -39,6 +39,9 @@ def test_a_folder_without_the_files_is_unavailable(
     require_folder(tmp_path, "*.jsonl", FIXTURES_ENV)  # found: nothing raised
 
 
+ONE_PROCESS = ("-q", "-rs", "-n", "0", "-p", "no:cacheprovider")
+
+
 # pytest's exit codes: 5 when no test ran (all skipped), 2 after a collection error.
 @pytest.mark.parametrize(
     ("ci", "outcome", "code"), [("", "skipped", 5), ("true", "error", 2)]
@@ -49,7 +52,8 @@ def test_a_fixture_module_without_its_folder(
     """The whole module: skipped with the reason, or a collection error in CI."""
     env = {**os.environ, FIXTURES_ENV: str(tmp_path / "nowhere"), "CI": ci}
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", MODULE],
+        # One process (-n 0): the outcome lines are the module's own.
+        [sys.executable, "-m", "pytest", *ONE_PROCESS, MODULE],
         cwd=ROOT,
         env=env,
         capture_output=True,
