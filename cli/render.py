@@ -79,42 +79,94 @@ def _policy_text(policy: Mapping[str, Any]) -> str:
     )
 
 
+def _digest(value: str, *, what: str) -> str:
+    # "unverified" is the manifest's word for a digest nobody recorded (an
+    # imported run's configuration, a run created without --source).
+    return (
+        f"{what} not recorded" if value == "unverified" else f"{what} {_short(value)}"
+    )
+
+
 def run_lines(summary: Mapping[str, Any]) -> list[str]:
     """The manifest summary as text: id, time, digests shortened, cap, policy."""
-    flags = [name for name in ("identity_overridden", "legacy_import") if summary[name]]
+    flags = [_FLAGS[name] for name in _FLAGS if summary[name]]
     return [
         f"run {summary['run_id']} created {summary['created_at']}"
         + (f" ({', '.join(flags)})" if flags else ""),
-        f"  config {_short(summary['config_digest'])}  inputs "
-        f"{_short(summary['materialized_digest'])}  source "
-        f"{_short(summary['source_digest'])}",
-        f"  attempts: cap {summary['cap']} ({summary['max_rollout_attempts']} + "
-        f"{summary['extension']} extension)",
-        f"  policy: {_policy_text(summary['policy'])} "
+        "  "
+        + ", ".join(
+            (
+                _digest(summary["config_digest"], what="configuration"),
+                _digest(summary["materialized_digest"], what="inputs"),
+                _digest(summary["source_digest"], what="source dataset"),
+            )
+        ),
+        f"  attempts per rollout: up to {summary['cap']} "
+        f"({summary['max_rollout_attempts']} + {summary['extension']} extension)",
+        f"  recovery policy: {_policy_text(summary['policy'])} "
         f"({plural(summary['policy_changes'], 'change')})",
-        f"  drift acceptances {summary['drift_acceptances']}, overrides "
-        f"{summary['overrides']}",
-        f"  head seq {summary['as_of_seq']} {summary['head_hash']}",
+        f"  configuration changes accepted {summary['drift_acceptances']}, "
+        f"identity overrides {summary['overrides']}",
+        f"  log: {plural(summary['as_of_seq'], 'event')}, head {summary['head_hash']}",
     ]
+
+
+#: The manifest's flags, in words.
+_FLAGS = {
+    "identity_overridden": "identity overridden",
+    "legacy_import": "imported from files saved without a ledger",
+}
+
+#: Each coverage reason as a few words (docs/glossary.md explains each).
+REASON_LABELS = {
+    "graded": "graded",
+    "graded_failure": "graded failure",
+    "settled_zero": "settled as zero",
+    "rejudged": "re-judged",
+    "infra_cut": "cut short by infrastructure at the cap",
+    "unscored": "no score",
+    "unknown": "attempt outcome unknown",
+    "free": "free retry",
+    "failed": "failed",
+    "masked_without_artifact": "masked without a grade",
+    "route_kept_response": "response kept by a failed route",
+    "kept_answer": "answer kept",
+    "unaccepted_omission": "omission not accepted",
+    "cap": "attempt cap reached",
+    "free_attempts": "free attempts used up",
+    "accepted": "accepted",
+}
 
 
 def coverage_lines(cover: Mapping[str, Any]) -> list[str]:
-    """REC-41's counts as a table: each decision, then its split."""
+    """REC-41's counts as a table: each decision with rollouts, then its split."""
     lines = [
-        f"coverage at seq {cover['as_of_seq']}: {plural(cover['expected'], 'rollout')}"
+        f"where the {plural(cover['expected'], 'rollout')} stand (after event "
+        f"{cover['as_of_seq']}; docs/glossary.md explains each word):"
     ]
+    none = []
     for value, count in cover["decisions"].items():
+        if not count:
+            none.append(value)
+            continue
         split = cover.get(value)
         detail = ""
         if isinstance(split, Mapping):
-            detail = ", ".join(f"{k} {n}" for k, n in split.items() if n)
+            detail = ", ".join(
+                f"{REASON_LABELS.get(k, k)} {n}" for k, n in split.items() if n
+            )
         lines.append(f"  {value:<10} {count:>7}" + (f"  ({detail})" if detail else ""))
+    if none:
+        lines.append(f"  none {', '.join(none)}")
     tasks = cover["tasks"]
     lines.append(
-        f"tasks: {tasks['complete']} complete, {tasks['partial']} partial, "
-        f"{tasks['none']} none"
+        f"tasks: {tasks['complete']} with every rollout complete, {tasks['partial']} "
+        f"partly, {tasks['none']} with none"
     )
-    lines.append(f"masked {cover['masked']}, suspect {cover['suspect']}")
+    lines.append(
+        f"masked results {cover['masked']}, rollouts suspected of looping on free "
+        f"attempts {cover['suspect']}"
+    )
     if cover["failure_kinds"]:
         kinds = ", ".join(f"{k} {n}" for k, n in cover["failure_kinds"].items())
         lines.append(f"failure kinds of unfinished rollouts: {kinds}")

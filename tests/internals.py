@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from cli.commands_import import _progress_bar, import_
     from cli.demo import demo
     from cli.main import LedgerGroup
+    from cli.render import REASON_LABELS
     from ledger.event_views import VIEWS
     from ledger.files import canonical_json
     from ledger.identity.credentials import (
@@ -174,6 +175,7 @@ __all__ = [
     "PG_SCHEMA_VERSION",
     "PLACEHOLDER",
     "REASONS",
+    "REASON_LABELS",
     "REDACTED",
     "SCHEMA",
     "SCHEMA_VERSION",
