@@ -19,9 +19,17 @@ def run_demo(folder: Path, *args: str) -> str:
 
 def test_cli_15_demo_kills_resumes_across_drift_and_verifies(tmp_path: Path) -> None:
     output = run_demo(tmp_path / "a", "--rollouts", "96", "--seed", "1")
-    assert "round 1: " in output
-    assert "collector killed with SIGKILL mid-wave" in output
+    assert "job 1: rollout-ledger run rollouts.jsonl" in output
+    assert "--max-rounds 1 -- python " in output
+    assert "simulated_collector.py --plan '{plan}' --output '{output}'" in output
+    assert "round 1: 96 to dispatch" in output
+    assert "dying now (SIGKILL)" in output  # the collector really kills itself
+    assert "collector exit code -9" in output
+    assert "the last line is incomplete" in output  # a torn line, not recorded
+    assert "  exit 75\n" in output  # job 1 stops after its round, as a walltime does
+    assert "job 2: rollout-ledger run" in output
     assert "operational drift accepted: collection.num_samples_in_parallel" in output
+    assert re.search(r"round [3-9]: ", output), "job 2 ran rounds of its own"
     assert "verify: all checks hold" in output
     assert "\ncheck: " in output
     ledger_dir = tmp_path / "a" / "rollouts_ledger"

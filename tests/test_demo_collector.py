@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.internals import demo_module
 from tests.test_cli_support import CliRun, read_jsonl
 
 SCRIPT = Path(__file__).resolve().parents[1] / "cli" / "examples"
@@ -133,3 +134,42 @@ def test_cli_15_collector_dies_and_rounds_still_complete(tmp_path: Path) -> None
     )
     decisions = coverage["decisions"]
     assert decisions["pending"] == decisions["retry"] == decisions["rejudge"] == 0
+
+
+@pytest.mark.slow
+def test_cli_15_the_python_api_collector_example_still_runs(tmp_path: Path) -> None:
+    """The README's API example in full (``cli/demo_collector.py``), killed once."""
+    folder = tmp_path / "api"
+    folder.mkdir()
+    demo_module._write_config(folder, parallel=32)
+    rows = folder / "rows.jsonl"
+    rows.write_text("".join(json.dumps(r) + "\n" for r in demo_module._inputs(40)))
+    out = folder / "rollouts.jsonl"
+    run = CliRun(tmp_path)
+    run.ok(
+        "create",
+        out,
+        "--inputs",
+        rows,
+        "--config",
+        folder / "collection.yaml",
+        "--global-config",
+        folder / "servers.yaml",
+    )
+    command = [sys.executable, "-m", "cli.demo_collector", str(folder), "--seed", "2"]
+    killed = subprocess.Popen(
+        [*command, "--die-in-wave", "1"], stdout=subprocess.PIPE, text=True
+    )
+    assert killed.stdout is not None
+    for line in killed.stdout:
+        if line.startswith("dying mid-wave"):
+            killed.kill()
+            break
+    killed.communicate()
+    assert killed.returncode == -9
+    for _ in range(4):
+        done = subprocess.run(command, check=True, capture_output=True, text=True)
+        if done.stdout.startswith("plan: dispatch 0, rejudge 0"):
+            break
+    assert run.invoke("check", out).exit_code in (0, 76)
+    assert "published files hold" in run.ok("verify", out).stdout

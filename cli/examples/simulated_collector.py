@@ -268,8 +268,10 @@ def collect(args: argparse.Namespace) -> int:
             files[where].write(line)
             files[where].flush()  # a row is out once written, as NeMo Gym's are
             counts[where] += 1
+    results, failed = counts["output"], counts["failures"]
     print(
-        f"wrote {counts['output']} result rows and {counts['failures']} failure rows",
+        f"wrote {results} result row{'s' * (results != 1)} and "
+        f"{failed} failure row{'s' * (failed != 1)}",
         flush=True,
     )
     return 0
