@@ -212,7 +212,7 @@ def test_cli_15_demo_json_is_one_document_once_done(tmp_path: Path) -> None:
     assert found["verify"] == []
     assert found["rounds"][0]["round"] == 1
     assert any(line.startswith("round 1: ") for line in found["rounds"][0]["lines"])
-    assert [job["exit_code"] for job in found["jobs"]][0] == 75  # --max-rounds 1
+    assert found["jobs"][0]["exit_code"] == 75  # --max-rounds 1
     assert found["jobs"][1]["command"].startswith("rollout-ledger run rollouts.jsonl")
     assert Path(found["collector"]).is_file()
 
