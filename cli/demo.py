@@ -45,6 +45,12 @@ REPEATS = 4
 #: The chance the collector kills itself before each row it writes (job 2).
 DIE_PROBABILITY = 0.004
 ROUND_LINE = re.compile(r"round \d+: ")
+#: What ``run``'s exit code tells a batch system, as the demo says it.
+EXITS = {
+    0: "complete",
+    75: "unfinished, retryable: a batch system requeues the job",
+    76: "unfinished, nothing retryable: the job stops",
+}
 
 COLLECTION_YAML = """\
 agent_name: math_agent
@@ -342,7 +348,7 @@ def demo(folder: Path | None, rollouts: int, seed: int, as_json: bool) -> None:
         say(f"\njob {number}: {_shown(args)}")
         with working(f"job {number}", quiet=not as_json):
             lines, code = _job(folder, args, show=not as_json)
-        say(f"  exit {code}")
+        say(f"  exit {code} ({EXITS[code]})")
         jobs.append({"job": number, "command": _shown(args), "exit_code": code})
         rounds += _by_round(lines)
     verdict = _verdict(out)
