@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -127,5 +126,5 @@ def _replace(arg: str, places: dict[str, str]) -> str:
 
 
 def collector_stdout(as_json: bool) -> Any:
-    """Where the collector's stdout goes: stderr when ours carries JSON."""
-    return sys.stderr.fileno() if as_json else None
+    """Where the collector's stdout goes: stderr (fd 2) when ours carries JSON."""
+    return 2 if as_json else None
