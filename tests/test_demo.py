@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
+from cli import main
 from tests.internals import demo
 
 
@@ -42,11 +45,28 @@ def test_cli_15_demo_kills_resumes_across_drift_and_verifies(tmp_path: Path) -> 
     # Nothing retryable is left: the demo resumes until only held/terminal remain.
     assert saved["decisions"]["pending"] == saved["decisions"]["retry"] == 0
     assert saved["totals"]["drift_acceptances"] == 1
+    # Around a collector that dies mid-row, nothing is recorded twice.
+    exported = tmp_path / "events.jsonl"
+    done = CliRunner().invoke(
+        main, ["export", str(tmp_path / "a" / "rollouts.jsonl"), "-o", str(exported)]
+    )
+    assert done.exit_code == 0, done.output
+    events = [json.loads(line) for line in exported.read_text().splitlines()]
+    kinds = {"attempt_reserved", "result_saved", "failure_saved"}
+    keyed = Counter(
+        (e["body"]["task"], e["body"]["rollout"], e["body"]["attempt"], e["kind"])
+        for e in events
+        if e["kind"] in kinds
+    )
+    assert keyed
+    assert set(keyed.values()) == {1}
+    assert {kind for *_, kind in keyed} == kinds
 
 
+@pytest.mark.slow
 def test_cli_15_demo_is_deterministic_for_a_seed(tmp_path: Path) -> None:
-    first = run_demo(tmp_path / "a", "--rollouts", "64", "--seed", "5")
-    second = run_demo(tmp_path / "b", "--rollouts", "64", "--seed", "5")
+    first = run_demo(tmp_path / "a", "--rollouts", "32", "--seed", "5")
+    second = run_demo(tmp_path / "b", "--rollouts", "32", "--seed", "5")
 
     def stable(text: str, folder: str) -> str:
         text = text.replace(str(tmp_path / folder), "DIR")
