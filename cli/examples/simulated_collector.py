@@ -40,9 +40,18 @@ Where the paths come from. ``rollout-ledger run`` replaces the placeholders
 sets the same paths in the environment as ``ROLLOUT_LEDGER_PLAN``,
 ``ROLLOUT_LEDGER_OUTPUT`` and ``ROLLOUT_LEDGER_FAILURES``. This script takes
 either: ``--plan {plan} --output {output} --failures {failures}``, or nothing
-and the environment. Wrapping NeMo Gym itself is the same line with its own
-options, e.g. ``ng_collect_rollouts +input_jsonl_fpath={plan}
-+output_jsonl_fpath={output} ...``.
+and the environment::
+
+    rollout-ledger run results/rollouts.jsonl --config collection.yaml \\
+        --global-config servers.yaml -- \\
+        python simulated_collector.py --plan {plan} --output {output} \\
+        --failures {failures} --seed 7
+
+Any other collector is wrapped the same way: point its input at ``{plan}``
+and its two outputs at ``{output}`` and ``{failures}`` (options, a small shell
+script, or the environment), and have it send each plan row once (the plan
+is already expanded: a collector that repeats its input rows, like NeMo
+Gym's ``num_repeats``, must not repeat them again).
 
 Dying. A real collector dies of a walltime limit, an OOM or a preemption,
 sometimes halfway through writing a line. ``--die-after N`` makes this one
