@@ -26,10 +26,10 @@ from ledger.paths import RunPaths
 from ledger.run.ledger import Ledger
 from ledger.run.lock import RunLock
 
-__all__ = ["p7_baseline", "p7_ours", "recorder_stream"]
+__all__ = ["create_p7_run", "p7_baseline", "p7_ours", "p7_rows", "recorder_stream"]
 
 
-def _rows(ctx: Context) -> list[dict[str, Any]]:
+def p7_rows(ctx: Context) -> list[dict[str, Any]]:
     pool = compact_pool(seed=ctx.seed)
     return recorder_rows(ctx.sizes.recorder_rollouts, pool, seed=ctx.seed)
 
@@ -55,7 +55,7 @@ def _is_input(key: str) -> bool:
     return key in _KEYS or not (key.startswith("_ng_") or key in _OUTPUTS)
 
 
-def _create(folder: Path, rows: list[dict[str, Any]]) -> Path:
+def create_p7_run(folder: Path, rows: list[dict[str, Any]]) -> Path:
     out = folder / "rollouts.jsonl"
     inputs = [{k: v for k, v in row.items() if _is_input(k)} for row in rows]
     with RunLock(out) as lock:
@@ -79,8 +79,8 @@ async def _collect(led: Ledger, rows: list[dict[str, Any]]) -> int:
 
 def p7_ours(ctx: Context) -> Measured:
     """P-7: events per second through ``AsyncRecorder`` (reserve, then record)."""
-    rows = _rows(ctx)
-    out = _create(ctx.scratch, rows)
+    rows = p7_rows(ctx)
+    out = create_p7_run(ctx.scratch, rows)
     keys = tuple((r["_ng_task_index"], r["_ng_rollout_index"], 0) for r in rows)
     with RunLock(out) as lock, Ledger.open(out, lock=lock) as led:
         led.append(AttemptsReleased(dispatch=keys))  # REC-3: release before reserve

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from bench.appends import p1_baseline, p1_ours, p2_baseline, p2_ours
 from bench.child import Measure
+from bench.follow_rate import run_baseline, run_ours
 from bench.help_time import p6_baseline, p6_ours
 from bench.import_decide import ng07_baseline, ng07_ours
 from bench.recorder_rate import p7_baseline, p7_ours
@@ -177,6 +178,20 @@ TARGETS: tuple[Target, ...] = (
         at_least=False,
         needs=("resume_run",),
         heavy=True,
+    ),
+    # Issue 19, not a quality.md target: `run` records a collector's rows by
+    # following its file, one transaction per read; next to P-7's AsyncRecorder
+    # on the same rows. 0.5x: following must keep up with a collector that
+    # writes as fast as a disk allows, at no less than half P-7's rate.
+    Target(
+        id="RUN",
+        what="run: rows recorded by following a collector's file as it appends "
+        "/ P-7's AsyncRecorder on the same rows",
+        unit=RATE,
+        ours=run_ours,
+        baseline=run_baseline,
+        threshold=0.5,
+        at_least=True,
     ),
 )
 

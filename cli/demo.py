@@ -1,16 +1,24 @@
-"""``rollout-ledger demo``: a simulated collection, killed and resumed until done.
+"""``rollout-ledger demo``: ``run`` around a collector that knows nothing of us.
 
-CLI-15: creates a run of a few hundred rollouts against the built-in simulated
-agent and judge (``cli/demo_sim.py``), then runs the demo collector
-(``cli/demo_collector.py``, the example of a collector integration) in a fresh
-process per round: the first round is killed with SIGKILL mid-wave, the second
-resumes across an operational configuration change, and rounds go on until
-the run is complete or only held, terminal or exhausted work remains.
+CLI-15: creates a run of a few hundred rollouts, then runs two "jobs" of
+``rollout-ledger run`` (each a separate process, as a batch system would start
+it) around the simulated collector ``cli/examples/simulated_collector.py``: a
+standard-library script that reads the plan file and appends NeMo Gym
+0.7.0-shaped result and failure rows, the documented example of wrapping any
+collector. Job 1's collector is killed with SIGKILL partway through and job 1
+stops after that round (``--max-rounds 1``, exit 75, as a walltime limit ends
+a job); between the jobs an operational setting changes (accepted as drift);
+job 2's collector dies now and then, torn last lines included, and job 2 runs
+rounds until nothing retryable remains. The demo then prints the coverage,
+the drift journal, ``verify``'s and ``check``'s verdicts. Every outcome is a
+function of the seed and the attempt, so a given ``--seed`` ends the same way.
 """
 
 from __future__ import annotations
 
-import signal
+import os
+import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -34,6 +42,15 @@ __all__ = ["demo"]
 
 MAX_ROUNDS = 12
 REPEATS = 4
+#: The chance the collector kills itself before each row it writes (job 2).
+DIE_PROBABILITY = 0.004
+ROUND_LINE = re.compile(r"round \d+: ")
+#: What ``run``'s exit code tells a batch system, as the demo says it.
+EXITS = {
+    0: "complete",
+    75: "unfinished, retryable: a batch system requeues the job",
+    76: "unfinished, nothing retryable: the job stops",
+}
 
 COLLECTION_YAML = """\
 agent_name: math_agent
@@ -133,48 +150,77 @@ def _create(folder: Path, rollouts: int) -> Path:
     return out
 
 
-def _round(folder: Path, seed: int, *, die_in_wave: int | None) -> list[str]:
-    command = [
+COLLECTOR = Path(__file__).resolve().parent / "examples" / "simulated_collector.py"
+
+
+def collector_command(seed: int, dying: str) -> list[str]:
+    """The simulated collector's command line, placeholders left for ``run``."""
+    return [
         sys.executable,
-        "-m",
-        "cli.demo_collector",
-        str(folder),
-        "--seed",
-        str(seed),
+        str(COLLECTOR),
+        *("--plan", "{plan}", "--output", "{output}", "--failures", "{failures}"),
+        *("--seed", str(seed), *dying.split()),
     ]
-    if die_in_wave is not None:
-        command += ["--die-in-wave", str(die_in_wave)]
-    proc = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    assert proc.stdout is not None
+
+
+def _run_args(*extra: str) -> list[str]:
+    return [
+        "run",
+        "rollouts.jsonl",
+        *("--config", "collection.yaml", "--global-config", "servers.yaml"),
+        *extra,
+    ]
+
+
+def _job(folder: Path, args: list[str], show: bool) -> tuple[list[str], int]:
+    """``rollout-ledger run ARGS`` in ``folder`` as a process; its lines, exit code."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")  # its lines in the order written
     lines = []
-    for line in proc.stdout:
-        lines.append(line.rstrip("\n"))
-        if line.startswith("dying mid-wave"):
-            proc.send_signal(signal.SIGKILL)  # a real kill, as a walltime limit does
-            lines.append("collector killed with SIGKILL mid-wave")
-            break
-    _, err = proc.communicate()
-    if proc.returncode not in (0, -signal.SIGKILL):
-        raise click.ClickException(f"the demo collector failed:\n{err.strip()}")
-    return lines
+    with subprocess.Popen(
+        [sys.executable, "-m", "cli", *args],
+        cwd=folder,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    ) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line.rstrip("\n"))
+            if show:
+                click.echo(f"  {lines[-1]}")
+        code = proc.wait()
+    if code not in (0, 75, 76):
+        shown = "\n".join(lines)
+        raise click.ClickException(f"rollout-ledger run failed ({code}):\n{shown}")
+    return lines, code
 
 
-def _unfinished(out: Path) -> tuple[bool, str]:
-    import ledger
-    import projections
-
-    try:
-        with reader(out) as led:
-            projections.check_run(led)
-    except ledger.RecoveryIncomplete as exc:
-        return exc.retryable, str(exc)
-    return False, "complete: every rollout is complete or omitted"
+def _shown(args: list[str]) -> str:
+    return "rollout-ledger " + " ".join(
+        shlex.quote(a) if a != sys.executable else "python" for a in args
+    )
 
 
-def _document(out: Path, rounds: list[list[str]], verdict: str) -> dict[str, Any]:
-    """``demo --json`` (docs/json.md): the run, each round's lines, the verdicts."""
+def _by_round(lines: list[str]) -> list[list[str]]:
+    """A job's lines, each round's ending with its ``round N:`` line."""
+    rounds: list[list[str]] = [[]]
+    for line in lines:
+        rounds[-1].append(line)
+        if ROUND_LINE.match(line):
+            rounds.append([])
+    trailing = rounds.pop()
+    if rounds:
+        rounds[-1] += trailing  # the stop sentence and check's verdict
+    elif trailing:
+        rounds.append(trailing)
+    return rounds
+
+
+def _document(
+    out: Path, jobs: list[dict[str, Any]], rounds: list[list[str]], verdict: str
+) -> dict[str, Any]:
+    """``demo --json`` (docs/json.md): the run, its jobs, each round's lines."""
     import msgspec
 
     import projections
@@ -184,11 +230,26 @@ def _document(out: Path, rounds: list[list[str]], verdict: str) -> dict[str, Any
         findings = projections.verify_run(led).findings
     return {
         "out": str(out),
+        "collector": str(COLLECTOR),
+        "jobs": jobs,
         "rounds": [{"round": n, "lines": lines} for n, lines in enumerate(rounds, 1)],
         "coverage": cov,
         "verify": [msgspec.to_builtins(f) for f in findings],
         "check": verdict,
     }
+
+
+def _verdict(out: Path) -> str:
+    """``check``'s sentence on the run as recorded."""
+    import ledger
+    import projections
+
+    try:
+        with reader(out) as led:
+            projections.check_run(led)
+    except ledger.RecoveryIncomplete as exc:
+        return str(exc)
+    return "complete: every rollout is complete or omitted"
 
 
 def _report(out: Path) -> None:
@@ -235,18 +296,21 @@ def _report(out: Path) -> None:
     default=0,
     show_default=True,
     type=int,
-    help="The seed of the simulated agent and judge.",
+    help="The seed of the simulated collector.",
 )
 @json_option
 def demo(folder: Path | None, rollouts: int, seed: int, as_json: bool) -> None:
-    """Run a simulated collection, killed and resumed until done.
+    """Run a simulated collection with `rollout-ledger run`, killed and resumed.
 
-    Creates a run in FOLDER (a new temporary folder when omitted) against a
-    built-in simulated agent and judge, kills the collector process with
-    SIGKILL mid-run, resumes with a fresh process across an operational
-    configuration change, and goes on until nothing retryable remains; then
-    prints the coverage, the drift journal, check's verdict and verify's.
-    Deterministic for a given --seed. With --json, one document once done.
+    Creates a run in FOLDER (a new temporary folder when omitted), then runs
+    `rollout-ledger run` twice around a simulated NeMo Gym collector, a
+    separate script that knows nothing of the ledger (its path is printed: it
+    is the example of wrapping any collector). The first job's collector is
+    killed with SIGKILL and the job stops after one round; an operational
+    setting changes; the second job goes on, its collector dying now and then,
+    until nothing retryable remains. Then prints the coverage, the drift
+    journal, check's verdict and verify's. Deterministic for a given --seed.
+    With --json, one document once done.
 
     \b
     Example:
@@ -254,27 +318,42 @@ def demo(folder: Path | None, rollouts: int, seed: int, as_json: bool) -> None:
     \f
     Rules: CLI-15.
     """
+
     folder = folder or Path(tempfile.mkdtemp(prefix="rollout-ledger-demo-"))
     folder.mkdir(parents=True, exist_ok=True)
     if (folder / "rollouts.jsonl").exists() or (folder / "rollouts_ledger").exists():
         raise click.UsageError(f"{folder} already holds a run; choose an empty folder")
     out = _create(folder, rollouts)
-    if not as_json:
-        click.echo(f"created a run of {plural(rollouts, 'rollout')} in {folder}")
-    rounds = []
-    for number in range(1, MAX_ROUNDS + 1):
-        if number == 2:  # an operational change between resumes: accepted as drift
+    say = (lambda text: None) if as_json else click.echo
+    say(f"created a run of {plural(rollouts, 'rollout')} in {folder}")
+    say(f"the collector, which knows nothing of the ledger: {COLLECTOR}")
+    jobs: list[dict[str, Any]] = []
+    rounds: list[list[str]] = []
+    # Job 1 ends as a walltime limit ends it: its collector is killed with
+    # SIGKILL partway through the plan, and run stops after that round (75).
+    # Job 2 starts after an operational change (accepted as drift) and runs
+    # rounds, its collector dying now and then, until nothing retryable is left.
+    plans = [
+        (["--max-rounds", "1"], f"--die-after {max(1, rollouts // 3)}"),
+        (["--max-rounds", str(MAX_ROUNDS)], f"--die-probability {DIE_PROBABILITY}"),
+    ]
+    for number, (options, dying) in enumerate(plans, 1):
+        if number == 2:
             _write_config(folder, parallel=64)
-        with working(f"round {number}"):
-            lines = _round(folder, seed, die_in_wave=1 if number == 1 else None)
-        rounds.append([line for line in lines if not line.startswith("wave ")])
-        if not as_json:
-            click.echo(f"round {number}: " + "; ".join(rounds[-1]))
-        retryable, verdict = _unfinished(out)
-        if not retryable:
-            break
+            say(
+                "\nbetween the jobs, collection.yaml's num_samples_in_parallel "
+                "went from 32 to 64 (an operational change)"
+            )
+        args = _run_args(*options, "--", *collector_command(seed, dying))
+        say(f"\njob {number}: {_shown(args)}")
+        with working(f"job {number}", quiet=not as_json):
+            lines, code = _job(folder, args, show=not as_json)
+        say(f"  exit {code} ({EXITS[code]})")
+        jobs.append({"job": number, "command": _shown(args), "exit_code": code})
+        rounds += _by_round(lines)
+    verdict = _verdict(out)
     if as_json:
-        echo_json(_document(out, rounds, verdict))
+        echo_json(_document(out, jobs, rounds, verdict))
         return
     _report(out)
     click.echo(f"\ncheck: {verdict}")

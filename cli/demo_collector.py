@@ -1,15 +1,19 @@
-"""The demo's collector: the smallest collector integration through the Python API.
+"""The smallest collector through the Python API (the README's example, complete).
 
-Run as ``python -m cli.demo_collector DIR --seed S [--die-in-wave K]``. It takes
-the run lock, opens the ledger as a writer (which repairs what a killed
-predecessor left, EV-12), resumes (replay, gate, plan), and then sends the plan
-through an ``AsyncRecorder``: every attempt is reserved durably before its
-(simulated) request is sent, and every outcome row is recorded after it.
-Re-judgments are admitted before the (simulated) judge call and saved after.
+``rollout-ledger demo`` runs a collector that knows nothing of the ledger
+(``cli/examples/simulated_collector.py``) under ``rollout-ledger run``. This one
+is the other way in: a collector that calls the library itself. Run as
+``python -m cli.demo_collector DIR --seed S [--die-in-wave K]`` on a folder
+the demo created. It takes the run lock, opens the ledger as a writer (which
+repairs what a killed predecessor left, EV-12), resumes (replay, gate, plan),
+and then sends the plan through an ``AsyncRecorder``: every attempt is reserved
+durably before its (simulated) request is sent, and every outcome row is
+recorded after it. Re-judgments are admitted before the (simulated) judge call
+and saved after.
 
 ``--die-in-wave K`` makes the process stop mid-wave, with attempts reserved and
-not recorded, and wait to be killed with SIGKILL by the demo, as a real
-collector dies of a walltime limit or an OOM.
+not recorded, and wait to be killed with SIGKILL, as a real collector dies of a
+walltime limit or an OOM.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The demo's simulated agent and judge: deterministic outcomes for each attempt.
+"""The Python API example's simulated agent and judge: an outcome per attempt.
 
 Every outcome is a pure function of ``(task, rollout, attempt, seed)``, so a
 demo with a given ``--seed`` always ends the same way, however its collector is

@@ -108,6 +108,7 @@ from ledger.legacy.importer import ImportReport
 from ledger.paths import RunPaths
 from ledger.run.create import adopted_inputs, check_new_run
 from ledger.run.doctor_report import DoctorReport, doctor
+from ledger.run.follow import FollowedFile, FollowedLine
 from ledger.run.opening import open_run
 from ledger.run.plan_record import read_plan_rows, record_plan_rows
 from ledger.run.transfer import CopiedRun, copy_into_store, copy_to_files
@@ -127,6 +128,8 @@ __all__ = [
     "CorruptLedger",
     "DoctorReport",
     "Drift",
+    "FollowedFile",
+    "FollowedLine",
     "IdentityMismatch",
     "ImportReport",
     "JudgeAdmission",

@@ -23,7 +23,8 @@ as a plan file), ``record_outcomes`` (``RecordedOutcomes``), ``status`` (a
 ``config_diff``, ``result_rows`` (``ResultRows``; ``measured_rows`` adds
 the reward figures' file, ``MeasuredRows``), ``audit_export`` (an
 ``AuditExport``), ``import_run`` (an ``ImportResult``) and
-``import_into_store`` (a ``StoreImport``).
+``import_into_store`` (a ``StoreImport``); ``run_rounds`` (a ``RoundReport``
+per round: the ``run`` command's loop around a ``Launcher``'s collector).
 """
 
 from projections.actions import OperatorResult, approve, held_attempts
@@ -78,6 +79,15 @@ from projections.plan_file import (
     resume_with_plan_file,
 )
 from projections.results import ChangedRow, ResultRows, changed_rows, result_rows
+from projections.round_files import Recorded, Refusal, RoundFiles
+from projections.run_loop import (
+    Collector,
+    CollectorExit,
+    Launcher,
+    RoundReport,
+    RunCheck,
+    run_rounds,
+)
 from projections.status import RunStatus, adopt_note, check_run, status
 from projections.verify import Verification, verify_run
 
@@ -89,6 +99,8 @@ __all__ = [
     "Approval",
     "AuditExport",
     "ChangedRow",
+    "Collector",
+    "CollectorExit",
     "ConfigDiff",
     "Coverage",
     "CreatedRun",
@@ -100,15 +112,21 @@ __all__ = [
     "HistoryEntry",
     "ImportResult",
     "KeyDiff",
+    "Launcher",
     "MeasuredRows",
     "OperatorResult",
     "PassAtK",
     "Plan",
+    "Recorded",
     "RecordedOutcomes",
+    "Refusal",
     "RejudgeItem",
     "ResultRows",
     "Resume",
     "RewardMetrics",
+    "RoundFiles",
+    "RoundReport",
+    "RunCheck",
     "RunState",
     "RunStatus",
     "StoreImport",
@@ -150,6 +168,7 @@ __all__ = [
     "resume",
     "resume_with_plan_file",
     "reward_metrics",
+    "run_rounds",
     "selected_results",
     "set_policy",
     "status",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -211,6 +212,10 @@ def test_cli_15_demo_json_is_one_document_once_done(tmp_path: Path) -> None:
     assert found["coverage"]["expected"] == 8
     assert found["verify"] == []
     assert found["rounds"][0]["round"] == 1
+    assert any(line.startswith("round 1: ") for line in found["rounds"][0]["lines"])
+    assert found["jobs"][0]["exit_code"] == 75  # --max-rounds 1
+    assert found["jobs"][1]["command"].startswith("rollout-ledger run rollouts.jsonl")
+    assert Path(found["collector"]).is_file()
 
 
 def test_cli_3_sc_5_import_from_json_is_the_other_documented_shape(
@@ -226,3 +231,27 @@ def test_cli_3_sc_5_import_from_json_is_the_other_documented_shape(
     head = document(mixed, "head", mixed.out)
     assert (loaded["seq"], loaded["head"]) == (head["seq"], head["head"])
     assert loaded["imported"] is None  # the run had its ledger already
+
+
+def test_cli_16_run_json_is_one_documented_line_per_round(mixed: CliRun) -> None:
+    """``run --json``: JSON lines, each with the documented keys; exits as check."""
+    collector = mixed.folder / "collect.py"
+    collector.write_text(
+        "import json, sys\n"
+        "rows = [json.loads(line) for line in open(sys.argv[1])]\n"
+        "with open(sys.argv[2], 'a') as out:\n"
+        "    for row in rows:\n"
+        "        if 'rejudge' not in row:\n"
+        "            row.update(reward=1.0, response={'id': 'r', 'object': 'response',"
+        " 'status': 'completed', 'output': []})\n"
+        "            out.write(json.dumps(row) + '\\n')\n",
+        encoding="utf-8",
+    )
+    args = ["run", mixed.out, *mixed.config_args(), "--json", "--"]
+    result = mixed.invoke(*args, sys.executable, collector, "{plan}", "{output}")
+    assert result.exit_code == 76, (result.stdout, result.stderr)
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [line["round"] for line in lines] == [1]
+    assert all(set(line) == documented("run") for line in lines)
+    assert lines[-1]["recorded"]["rows"] == 1  # the retry; the held one stays held
+    assert (lines[-1]["stop"], lines[-1]["exit_code"]) == ("nothing_retryable", 76)

@@ -41,7 +41,7 @@ def _created_by_demo(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     def stop(*args: object, **kwargs: object) -> list[str]:
         raise _Stop
 
-    monkeypatch.setattr(demo_module, "_round", stop)
+    monkeypatch.setattr(demo_module, "_job", stop)
     with pytest.raises(_Stop):
         CliRunner().invoke(
             demo_module.demo, [str(folder), "--rollouts", "8"], catch_exceptions=False

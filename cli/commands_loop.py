@@ -1,0 +1,205 @@
+"""``rollout-ledger run``: the whole collection, around a ledger-unaware collector."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from cli.common import (
+    config_options,
+    count,
+    json_option,
+    load_config,
+    load_global_config,
+    out_argument,
+    writer,
+)
+from cli.render import plural
+
+if TYPE_CHECKING:
+    from projections import Recorded, RoundReport
+
+__all__ = ["run"]
+
+_STOPS = {
+    "complete": "the run is complete",
+    "nothing_retryable": "unfinished work remains, none of it retryable",
+    "interrupted": "stopped by a signal; the rows so far are recorded, run it again "
+    "to go on",
+    "nothing_released": "the plan released nothing to run, though work remains",
+    "max_rounds": "--max-rounds reached; run it again to go on",
+    "stalled": "the collector recorded nothing in the last rounds in a row; fix it, "
+    "then run again",
+}
+
+
+@click.command(context_settings={"ignore_unknown_options": True})
+@out_argument
+@config_options
+@click.option(
+    "--extend-attempts",
+    type=count(0),
+    default=0,
+    help="Total extra attempts per rollout; recorded only when it grows.",
+)
+@click.option("--allow-unsafe", is_flag=True, help="Proceed across a refusal.")
+@click.option(
+    "--max-rounds", type=count(1), metavar="N", help="Stop after N rounds (exit 75)."
+)
+@click.option(
+    "--round-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="Stop a collector running longer (SIGTERM, SIGKILL 10 s later).",
+)
+@json_option
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def run(
+    out: Path,
+    config: Path,
+    global_configs: tuple[Path, ...],
+    extend_attempts: int,
+    allow_unsafe: bool,
+    max_rounds: int | None,
+    round_timeout: float | None,
+    as_json: bool,
+    command: tuple[str, ...],
+) -> None:
+    """Resume, run COMMAND on the plan, record its rows as they land; repeat.
+
+    Each round releases a plan (as resume does) into the run's ledger folder,
+    rounds/N/plan.jsonl, then starts COMMAND (no shell) with {plan}, {output}
+    and {failures} in its arguments replaced by the plan and the two files it
+    writes its result and failure rows to (also in ROLLOUT_LEDGER_PLAN,
+    ROLLOUT_LEDGER_OUTPUT and ROLLOUT_LEDGER_FAILURES). Every complete line it
+    appends is recorded while it runs; a line that is not JSON or names an
+    attempt the round did not release is refused with its file and line, and
+    the others are recorded. Rounds go on until the run is complete (exit 0),
+    nothing retryable remains (76) or --max-rounds (75). SIGTERM or SIGINT is
+    passed to COMMAND, its rows are recorded, and run exits 75. After a kill,
+    run again: what the collector wrote is recorded first, nothing twice. A
+    collector that records nothing in 2 rounds in a row stops run (exit 3).
+
+    \b
+    Example:
+      rollout-ledger run results/rollouts.jsonl --config collection.yaml \\
+          --global-config servers.yaml -- python collect.py {plan} {output}
+    \f
+    Rules: CLI-4, CLI-5, CLI-7, REC-40, REC-56, REC-86.
+    """
+    import sys
+
+    import projections
+    from cli.collector import ProcessLauncher, collector_stdout
+
+    argv = list(command[1:] if command[:1] == ("--",) else command)
+    if not argv:
+        raise click.UsageError("give the collector's command after --")
+    collection = load_config(config)
+    servers = load_global_config(global_configs)
+    launcher = ProcessLauncher(
+        argv, round_timeout=round_timeout, stdout=collector_stdout(as_json)
+    )
+    show = _echo_json if as_json else _echo_text
+    with launcher.signals(), writer(out) as led:
+        last = projections.run_rounds(
+            led,
+            collection,
+            servers,
+            launcher,
+            max_rounds=max_rounds,
+            on_round=show,
+            extend_attempts=extend_attempts,
+            allow_unsafe=allow_unsafe,
+        )
+    if last.exit_code:
+        sys.exit(last.exit_code)
+
+
+def _recorded(recorded: Recorded) -> dict[str, Any]:
+    return {
+        "rows": recorded.rows,
+        "skipped": recorded.skipped,
+        "events": recorded.events,
+        "refused": [
+            {"file": r.file, "line": r.line, "message": r.message}
+            for r in recorded.refused
+        ],
+    }
+
+
+def round_document(report: RoundReport) -> dict[str, Any]:
+    """One round as its ``--json`` line (docs/json.md)."""
+    import msgspec
+
+    ended = report.collector
+    return {
+        "schema_version": 1,
+        "round": report.round,
+        "adopted": None if report.adopted is None else _recorded(report.adopted),
+        "plan": report.plan,
+        "files": None if report.files is None else msgspec.to_builtins(report.files),
+        "collector": None if ended is None else msgspec.to_builtins(ended),
+        "recorded": _recorded(report.recorded),
+        "check": msgspec.to_builtins(report.check),
+        "stop": report.stop,
+        "exit_code": report.exit_code,
+    }
+
+
+def _echo_json(report: RoundReport) -> None:
+    import msgspec
+
+    encoded = msgspec.json.encode(round_document(report), order="sorted")
+    click.echo(encoded.decode())
+    _warn_refused(report)
+
+
+def _warn_refused(report: RoundReport) -> None:
+    for recorded in (report.adopted, report.recorded):
+        for refusal in [] if recorded is None else recorded.refused:
+            click.echo(
+                f"rollout-ledger: {refusal.file} line {refusal.line}: "
+                f"{refusal.message}; not recorded",
+                err=True,
+            )
+    ended = report.collector
+    if ended is not None and ended.timed_out:
+        click.echo(
+            f"rollout-ledger: round {report.round}: the collector ran past "
+            "--round-timeout and was stopped",
+            err=True,
+        )
+    elif ended is not None and ended.exit_code and not ended.stopped:
+        click.echo(
+            f"rollout-ledger: round {report.round}: the collector exited with code "
+            f"{ended.exit_code}; the rows it wrote are recorded",
+            err=True,
+        )
+
+
+def _echo_text(report: RoundReport) -> None:
+    _warn_refused(report)
+    if report.adopted is not None:
+        click.echo(
+            f"recorded {plural(report.adopted.rows, 'row')} a previous run's "
+            f"collector wrote ({report.adopted.skipped} recorded already)"
+        )
+    if report.plan is not None:
+        plan = report.plan
+        ended = report.collector
+        how = (
+            ""
+            if ended is None or ended.exit_code is None
+            else (f", collector exit code {ended.exit_code}")
+        )
+        click.echo(
+            f"round {report.round}: {plan['dispatch']} to dispatch, "
+            f"{plan['rejudge']} to re-judge, {plan['held']} held; recorded "
+            f"{plural(report.recorded.rows, 'row')}{how}"
+        )
+    if report.stop is not None:
+        click.echo(f"{report.check.message}")
+        click.echo(f"stopped: {_STOPS[report.stop]} (exit {report.exit_code})")
