@@ -141,7 +141,7 @@ def create(
     materialized = None
     if dataset is not None:
         expanded = projections.expand_dataset(
-            dataset, collection, num_repeats=num_repeats
+            dataset, collection, num_repeats=num_repeats, global_config=servers
         )
         rows, materialized = expanded.rows, expanded.data
         source = source or dataset

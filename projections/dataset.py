@@ -108,8 +108,21 @@ def _repeats(config: Mapping[str, Any], given: int | None) -> int:
     return repeats
 
 
-def _overrides(config: Mapping[str, Any]) -> dict[str, Any]:
-    value = config.get(_PARAMS)
+def _merged(under: Any, over: Any) -> Any:
+    """``over`` merged onto ``under`` as OmegaConf merges: mappings key by key."""
+    if isinstance(under, Mapping) and isinstance(over, Mapping):
+        merged = dict(under)
+        for key, value in over.items():
+            merged[key] = _merged(merged.get(key), value) if key in merged else value
+        return merged
+    return over
+
+
+def _overrides(config: Mapping[str, Any], servers: Mapping[str, Any]) -> dict[str, Any]:
+    # NeMo Gym reads the collection settings from the merged configuration, so
+    # a server configuration's top-level responses_create_params (real ones
+    # carry it) applies too, under the collection's own.
+    value = _merged(servers.get(_PARAMS), config.get(_PARAMS))
     if value in (None, {}):
         return {}
     if not isinstance(value, Mapping):
@@ -222,18 +235,23 @@ def _seed(row: dict[str, Any], rollout: int, problem: str, line: int) -> None:
 
 
 def expand_dataset(
-    path: Path, config: Mapping[str, Any], *, num_repeats: int | None = None
+    path: Path,
+    config: Mapping[str, Any],
+    *,
+    num_repeats: int | None = None,
+    global_config: Mapping[str, Any] | None = None,
 ) -> Expanded:
     """The rows NeMo Gym 0.7.0 materializes from the dataset at ``path``.
 
     ``config`` is the collection configuration (plain data); ``num_repeats``
     the command line's, which must agree with the configuration's when both
-    are given. Refuses a setting or row it cannot expand as NeMo Gym would,
-    naming it (and the line).
+    are given; ``global_config`` the merged server configurations, whose
+    top-level ``responses_create_params`` NeMo Gym applies as well. Refuses a
+    setting or row it cannot expand as NeMo Gym would, naming it (and the line).
     """
     _refuse_settings(config)
     repeats = _repeats(config, num_repeats)
-    overrides = _overrides(config)
+    overrides = _overrides(config, global_config or {})
     add_seed = bool(config.get("num_repeats_add_seed"))
     task_of_line: dict[bytes, int] = {}
     next_rollout: Counter[Any] = Counter()
