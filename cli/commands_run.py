@@ -111,7 +111,7 @@ def create(
     pass its file as --inputs.
 
     \b
-    Examples:
+    Example:
       rollout-ledger create results/rollouts.jsonl --inputs rows.jsonl \\
           --config collection.yaml --global-config servers.yaml
       rollout-ledger create results/rollouts.jsonl --dataset data/example.jsonl \\
