@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["create", "record", "resume"]
 
 _FILE = option_file
+_INDEX_KEYS = ("_ng_task_index", "_ng_rollout_index")
 
 
 @click.command()
@@ -121,6 +122,7 @@ def create(
     """
     import msgspec
 
+    import ledger
     import projections
 
     if (inputs is None) == (dataset is None):
@@ -145,19 +147,30 @@ def create(
         )
         rows, materialized = expanded.rows, expanded.data
         source = source or dataset
-    created = projections.create_run(
-        out,
-        rows,
-        collection,
-        servers,
-        materialized=materialized,
-        source=source,
-        max_attempts=max_attempts,
-        policy_file=policy,
-        journal_mode=journal_mode,
-        clock=run_clock(),
-        dry_run=dry_run,
-    )
+    try:
+        created = projections.create_run(
+            out,
+            rows,
+            collection,
+            servers,
+            materialized=materialized,
+            source=source,
+            max_attempts=max_attempts,
+            policy_file=policy,
+            journal_mode=journal_mode,
+            clock=run_clock(),
+            dry_run=dry_run,
+        )
+    except ledger.RowError as exc:
+        if inputs is None or exc.key not in _INDEX_KEYS:
+            raise
+        raise ledger.RowError(
+            f"{exc} (a NeMo Gym dataset, rows without indices, goes in with "
+            "--dataset instead of --inputs)",
+            key=exc.key,
+            path=exc.path,
+            line=exc.line,
+        ) from None
     servers_args = "".join(f" --global-config {path}" for path in global_configs)
     next_command = f"rollout-ledger resume {out} --config {config}{servers_args}"
     if as_json:

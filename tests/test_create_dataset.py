@@ -273,6 +273,23 @@ def test_cli2_inputs_still_refuse_rows_without_indices(tmp_path: Path) -> None:
     result = _create(tmp_path, ["--inputs", str(dataset)])
     assert result.exit_code == 3
     assert "_ng_task_index" in result.output
+    assert "goes in with --dataset instead of --inputs" in result.output
+
+
+def test_cli2_dry_run_expands_the_dataset_and_writes_nothing(tmp_path: Path) -> None:
+    """CLI-2: ``--dry-run --json`` counts the expanded rollouts; no file is written."""
+    rows = [_row("a", agent_ref={"name": AGENT}), _row("b", agent_ref={"name": AGENT})]
+    dataset = _dataset(tmp_path, rows)
+    args = ["--dataset", str(dataset), "--num-repeats", "3", "--dry-run", "--json"]
+    result = _create(tmp_path, args)
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.output)
+    assert (document["rollouts"], document["tasks"], document["dry_run"]) == (
+        6,
+        2,
+        True,
+    )
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize(
