@@ -31,12 +31,33 @@ if TYPE_CHECKING:
 __all__ = ["create", "record", "resume"]
 
 _FILE = option_file
+_INDEX_KEYS = ("_ng_task_index", "_ng_rollout_index")
 
 
 @click.command()
 @out_argument
-@click.option("--inputs", required=True, type=_FILE, help="Materialized rows (JSONL).")
-@click.option("--source", type=_FILE, help="The dataset the rows came from.")
+@click.option(
+    "--inputs",
+    type=_FILE,
+    help="Materialized rows (JSONL), each with its task and rollout index.",
+)
+@click.option(
+    "--dataset",
+    type=_FILE,
+    help="A NeMo Gym dataset (JSONL, rows without indices), expanded here as "
+    "NeMo Gym expands it; instead of --inputs.",
+)
+@click.option(
+    "--num-repeats",
+    type=count(1),
+    help="With --dataset: rollouts per dataset row (default: num_repeats in "
+    "--config, else 1).",
+)
+@click.option(
+    "--source",
+    type=_FILE,
+    help="The dataset the rows came from (with --dataset: that file).",
+)
 @config_options
 @click.option(
     "--max-attempts",
@@ -59,7 +80,9 @@ _FILE = option_file
 @json_option
 def create(
     out: Path,
-    inputs: Path,
+    inputs: Path | None,
+    dataset: Path | None,
+    num_repeats: int | None,
     source: Path | None,
     config: Path,
     global_configs: tuple[Path, ...],
@@ -79,31 +102,75 @@ def create(
     row left only its materialized inputs: given that file (the same bytes)
     as --inputs, create adopts it as is, every rollout pending.
 
+    --dataset takes a NeMo Gym dataset instead and writes the materialized
+    inputs NeMo Gym would: each row num_repeats times in a row, task index per
+    dataset row (identical rows share one; a row's own index is kept),
+    rollout index per repeat, agent_ref from agent_name where a row has none,
+    limit, responses_create_params and num_repeats_add_seed applied.
+    prompt_config, skills, agent_map, fan_out, interleave_repeats and
+    num_repeats per agent are refused: let NeMo Gym materialize such rows and
+    pass its file as --inputs.
+
     \b
     Example:
       rollout-ledger create results/rollouts.jsonl --inputs rows.jsonl \\
           --config collection.yaml --global-config servers.yaml
+      rollout-ledger create results/rollouts.jsonl --dataset data/example.jsonl \\
+          --num-repeats 4 --config collection.yaml --global-config servers.yaml
     \f
     Rules: CLI-2.
     """
     import msgspec
 
+    import ledger
     import projections
 
+    if (inputs is None) == (dataset is None):
+        raise click.UsageError(
+            "give --inputs (materialized rows) or --dataset (a NeMo Gym dataset), "
+            "not both"
+            if inputs is not None
+            else "give --inputs (materialized rows) or --dataset (a NeMo Gym dataset)"
+        )
+    if num_repeats is not None and dataset is None:
+        raise click.UsageError(
+            "--num-repeats expands a --dataset; materialized --inputs are "
+            "expanded already"
+        )
     collection = load_config(config)
     servers = load_global_config(global_configs)
-    created = projections.create_run(
-        out,
-        inputs,
-        collection,
-        servers,
-        source=source,
-        max_attempts=max_attempts,
-        policy_file=policy,
-        journal_mode=journal_mode,
-        clock=run_clock(),
-        dry_run=dry_run,
-    )
+    rows: Path | list[Any] = inputs if inputs is not None else []
+    materialized = None
+    if dataset is not None:
+        expanded = projections.expand_dataset(
+            dataset, collection, num_repeats=num_repeats, global_config=servers
+        )
+        rows, materialized = expanded.rows, expanded.data
+        source = source or dataset
+    try:
+        created = projections.create_run(
+            out,
+            rows,
+            collection,
+            servers,
+            materialized=materialized,
+            source=source,
+            max_attempts=max_attempts,
+            policy_file=policy,
+            journal_mode=journal_mode,
+            clock=run_clock(),
+            dry_run=dry_run,
+        )
+    except ledger.RowError as exc:
+        if inputs is None or exc.key not in _INDEX_KEYS:
+            raise
+        raise ledger.RowError(
+            f"{exc} (a NeMo Gym dataset, rows without indices, goes in with "
+            "--dataset instead of --inputs)",
+            key=exc.key,
+            path=exc.path,
+            line=exc.line,
+        ) from None
     servers_args = "".join(f" --global-config {path}" for path in global_configs)
     next_command = f"rollout-ledger resume {out} --config {config}{servers_args}"
     if as_json:

@@ -17,6 +17,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from cli.config_files import (
+    CONFIG_HELP,
+    GLOBAL_CONFIG_HELP,
+    load_config,
+    load_global_config,
+)
+
 if TYPE_CHECKING:
     from ledger import Clock, Ledger
 
@@ -183,88 +190,14 @@ def config_options(func: F) -> F:
         "global_configs",
         multiple=True,
         type=option_file,
-        help="Servers configuration (YAML or JSON); repeat to merge in order, "
-        "as Hydra does.",
+        help=GLOBAL_CONFIG_HELP,
     )(func)
     return click.option(
         "--config",
         required=True,
         type=option_file,
-        help="The collection configuration (YAML or JSON).",
+        help=CONFIG_HELP,
     )(func)
-
-
-# -- configuration files -----------------------------------------------------------
-
-
-def _load(path: Path) -> Any:
-    import yaml  # type: ignore[import-untyped]  # omegaconf's parser
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
-
-    from ledger import ConfigError
-
-    try:
-        return OmegaConf.load(path)
-    except RecursionError:
-        raise ConfigError(
-            f"cannot read the configuration {path}: it nests too deeply", path=path
-        ) from None
-    except (OSError, OmegaConfBaseException, ValueError, yaml.YAMLError) as exc:
-        raise ConfigError(
-            f"cannot read the configuration {path}: {_yaml_problem(exc)}", path=path
-        ) from exc
-
-
-def _yaml_problem(exc: Exception) -> str:
-    """What is wrong, in a line: the parser's problem and where, not its context."""
-    import yaml
-
-    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem:
-        mark = exc.problem_mark or exc.context_mark
-        where = (
-            ""
-            if mark is None
-            else f" at line {mark.line + 1}, column {mark.column + 1}"
-        )
-        problem = exc.problem
-        if "expansion exceeds" in problem:  # omegaconf's guard against alias bombs
-            problem = "its YAML aliases expand to too many values (an alias bomb?)"
-        return f"{problem}{where}"
-    text = str(exc)
-    if "integer string conversion" in text:
-        return "a number has more than 4300 digits"
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
-def _plain(config: Any, path: str) -> dict[str, Any]:
-    from omegaconf import DictConfig, OmegaConf
-
-    from ledger import ConfigError
-
-    if not isinstance(config, DictConfig):
-        raise ConfigError(f"the configuration {path} is not a mapping", path=path)
-    # ID-2, ID-8: interpolations stay as written; the identity resolves them.
-    plain: dict[str, Any] = OmegaConf.to_container(
-        config, resolve=False, throw_on_missing=False
-    )  # type: ignore[assignment]
-    return plain
-
-
-def load_config(path: Path) -> dict[str, Any]:
-    """A collection configuration as plain data, its interpolations unresolved."""
-    return _plain(_load(path), str(path))
-
-
-def load_global_config(paths: Iterable[Path]) -> dict[str, Any]:
-    """Global configurations merged in order, as Hydra merges them."""
-    from omegaconf import OmegaConf
-
-    configs = [_load(path) for path in paths]
-    if not configs:
-        return {}
-    names = ", ".join(str(path) for path in paths)
-    return _plain(OmegaConf.merge(*configs), names)
 
 
 # -- opening a run -----------------------------------------------------------------

@@ -59,6 +59,7 @@ from ledger.identity.credentials import credential_safe, redact_secrets
 from ledger.identity.digest import config_identity, identity_digest
 from ledger.identity.drift import Drift, classify_key, diff_keys, drift
 from ledger.identity.manifest import RunManifest
+from ledger.identity.servers import server_blocks
 from ledger.legacy.importer import import_legacy_run
 from ledger.outputs import check_outputs
 from ledger.policy.attempts_cap import max_rollout_attempts
@@ -205,6 +206,7 @@ __all__ = [
     "row_facts",
     "sandbox_or_tool_fault",
     "selected_failure_kind",
+    "server_blocks",
     "side",
     "task_index",
 ]

@@ -71,6 +71,7 @@ from projections.words import (
 # What the commands call (one library function each) and the values returned.
 from projections.actions import Approval, approve_held
 from projections.create import CreatedRun, create_run
+from projections.dataset import Expanded, expand_dataset
 from projections.export import AuditExport, audit_export
 from projections.importing import ImportResult, StoreImport, import_into_store
 from projections.plan_file import (
@@ -105,6 +106,7 @@ __all__ = [
     "Coverage",
     "CreatedRun",
     "Decision",
+    "Expanded",
     "Finding",
     "GateVerdict",
     "HeldItem",
@@ -150,6 +152,7 @@ __all__ = [
     "describe_rollout",
     "describe_rule",
     "excluded_sidecar_lines",
+    "expand_dataset",
     "extend_attempts",
     "gate",
     "held_attempts",

@@ -72,6 +72,7 @@ def create_run(
     journal_mode: str = "wal",
     clock: Clock | None = None,
     dry_run: bool = False,
+    materialized: bytes | None = None,
 ) -> CreatedRun:
     """Start the run at ``out`` from ``inputs`` (a JSON Lines file, or the rows).
 
@@ -80,11 +81,13 @@ def create_run(
     launcher's, else the defaults (REC-61); ``max_attempts`` defaults to the
     environment's cap, else 3. Refuses a run that exists. ``dry_run`` makes
     every check ``create`` makes and writes nothing (no lock, no file).
+    ``materialized`` are the bytes of ``inputs`` (rows) to write as they are:
+    a dataset expanded as NeMo Gym writes it (``expand_dataset``).
     """
     given = read_plan_rows(inputs)[0] if isinstance(inputs, str | Path) else inputs
     clock = clock if clock is not None else Clock()
     if dry_run:
-        adopted = adopted_inputs(out, inputs)
+        adopted = materialized or adopted_inputs(out, inputs)
         rows = list(given) if adopted is not None else with_agent(given, config)
         creation_policy(out, policy_file=policy_file)
         manifest = RunManifest.create(
@@ -108,7 +111,7 @@ def create_run(
             dry_run=True,
         )
     with RunLock(out) as lock:
-        adopted = adopted_inputs(out, inputs)
+        adopted = materialized or adopted_inputs(out, inputs)
         # REC-84: adopted inputs are kept byte for byte, so their rows as they are.
         rows = list(given) if adopted is not None else with_agent(given, config)
         policy = creation_policy(out, policy_file=policy_file)
