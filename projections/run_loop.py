@@ -190,7 +190,7 @@ def _round(
         "held": len(plan.held),
     }
     ended, recorded = CollectorExit(None), Recorded()
-    if plan.dispatch or plan.rejudge:
+    if (plan.dispatch or plan.rejudge) and not launcher.interrupted:
         ended, recorded = _collect(launcher, RoundRecorder(ledger, files))
     check = check_outcome(ledger)
     return RoundReport(number, None, counts, files, ended, recorded, check)
