@@ -59,6 +59,10 @@ with open(output, "a") as out, open(failures, "a") as fail:
         out.flush()
         fail.flush()
         time.sleep(float(os.environ.get("PAUSE", "0")))
+if mode == "rewrite":
+    time.sleep(1.5)  # run has read every line by now (it reads every 0.2 s)
+    with open(output, "w") as out:  # truncated, then one row rewritten
+        out.write(json.dumps({**rows[1], "reward": 0.0, "response": answer}) + "\n")
 if mode == "hang":
     time.sleep(60)
 if mode == "fail":
@@ -164,6 +168,20 @@ def test_cli_5_unreleased_attempt_and_bad_line_are_refused_with_file_and_line(
         "did not release; not recorded"
     ) in err
     assert_consistent(run)
+
+
+def test_cli_5_a_collector_that_rewrites_its_output_harms_nothing(
+    run: CliRun,
+) -> None:
+    """The rewrite is named; the rows read before stay; nothing of it is recorded."""
+    code, _, err = finish(run, "--max-rounds", "1", MODE="rewrite")
+    assert code == 75, err
+    output = run.ledger_dir / "rounds" / "1" / "output.jsonl"
+    assert f"{output} shrank from " in err
+    assert "truncated or rewritten, so nothing more of it is recorded" in err
+    rewards = [row["reward"] for row in read_jsonl(run.out)]
+    assert rewards == [1.0] * 4  # the 4 results read first, not the rewrite's 0.0
+    assert_consistent(run, complete=False)
 
 
 def test_cli_7_a_collector_that_fails_twice_stops_run(run: CliRun) -> None:
