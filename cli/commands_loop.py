@@ -10,7 +10,6 @@ import click
 from cli.common import (
     config_options,
     count,
-    json_option,
     load_config,
     load_global_config,
     out_argument,
@@ -54,8 +53,19 @@ _STOPS = {
     metavar="SECONDS",
     help="Stop a collector running longer (SIGTERM, SIGKILL 10 s later).",
 )
-@json_option
-@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON line per round instead (its keys: docs/json.md).",
+)
+@click.argument(
+    "command",
+    nargs=-1,
+    required=True,
+    type=click.UNPROCESSED,
+    metavar="-- COMMAND [ARGS]...",
+)
 def run(
     out: Path,
     config: Path,

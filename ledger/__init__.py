@@ -25,8 +25,10 @@ copied to its other home, a ``CopiedRun``), ``read_plan_rows`` and
 ``record_plan_rows`` (a plan file's outcome rows: their reservations
 committed first, then the rows and their events), ``adopted_inputs`` (the
 materialized inputs a collector left, which ``create`` given the same bytes
-adopts, REC-84); with the values they use, ``RunPaths`` (the files of one
-run) and ``ImportReport`` (what ``import_legacy_run`` recorded).
+adopts, REC-84), ``FollowedFile`` (a collector's file read as it grows: its
+complete new lines, a rewrite refused); with the values they use,
+``RunPaths`` (the files of one run) and ``ImportReport`` (what
+``import_legacy_run`` recorded).
 """
 
 from ledger import events

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from ledger import Ledger, RecoveryIncomplete
+from ledger import ConfigError, Ledger, RecoveryIncomplete
 from projections.plan_file import write_plan_file
 from projections.publish import publish
 from projections.replay import replay
@@ -190,7 +190,7 @@ def _round(
         "held": len(plan.held),
     }
     ended, recorded = CollectorExit(None), Recorded()
-    if plan.dispatch or plan.rejudge:
+    if (plan.dispatch or plan.rejudge) and not launcher.interrupted:
         ended, recorded = _collect(launcher, RoundRecorder(ledger, files))
     check = check_outcome(ledger)
     return RoundReport(number, None, counts, files, ended, recorded, check)
@@ -212,6 +212,11 @@ def run_rounds(
     Each round's report goes to ``on_round`` as it ends; the last is returned,
     its ``stop`` and ``exit_code`` set (also when no round was needed).
     """
+    if ledger.folder is None:
+        raise ConfigError(
+            "run keeps each round's plan and collector files in the run's ledger "
+            "folder, so it needs a run kept in files (OUT a path), not in a store"
+        )
     number, adopted = _adopt(ledger)
     report = RoundReport(
         number, adopted, None, None, None, Recorded(), check_outcome(ledger)

@@ -35,6 +35,9 @@ COLLECTOR = r"""
 import json, os, sys, time
 plan, output, failures = sys.argv[1:4]
 mode = os.environ.get("MODE", "")
+if os.environ.get("PIDS"):
+    with open(os.environ["PIDS"], "a") as pids:
+        pids.write(f"{os.getpid()}\n")
 rows = [json.loads(line) for line in open(plan)]
 answer = {"id": "r", "object": "response", "status": "completed", "output": []}
 with open(output, "a") as out, open(failures, "a") as fail:
@@ -56,6 +59,10 @@ with open(output, "a") as out, open(failures, "a") as fail:
         out.flush()
         fail.flush()
         time.sleep(float(os.environ.get("PAUSE", "0")))
+if mode == "rewrite":
+    time.sleep(1.5)  # run has read every line by now (it reads every 0.2 s)
+    with open(output, "w") as out:  # truncated, then one row rewritten
+        out.write(json.dumps({**rows[1], "reward": 0.0, "response": answer}) + "\n")
 if mode == "hang":
     time.sleep(60)
 if mode == "fail":
@@ -163,6 +170,20 @@ def test_cli_5_unreleased_attempt_and_bad_line_are_refused_with_file_and_line(
     assert_consistent(run)
 
 
+def test_cli_5_a_collector_that_rewrites_its_output_harms_nothing(
+    run: CliRun,
+) -> None:
+    """The rewrite is named; the rows read before stay; nothing of it is recorded."""
+    code, _, err = finish(run, "--max-rounds", "1", MODE="rewrite")
+    assert code == 75, err
+    output = run.ledger_dir / "rounds" / "1" / "output.jsonl"
+    assert f"{output} shrank from " in err
+    assert "truncated or rewritten, so nothing more of it is recorded" in err
+    rewards = [row["reward"] for row in read_jsonl(run.out)]
+    assert rewards == [1.0] * 4  # the 4 results read first, not the rewrite's 0.0
+    assert_consistent(run, complete=False)
+
+
 def test_cli_7_a_collector_that_fails_twice_stops_run(run: CliRun) -> None:
     """Exit code named; its rows recorded; stopped after 2 idle rounds (exit 3)."""
     (run.folder / "collect.py").write_text("import sys\nsys.exit(7)\n")
@@ -205,26 +226,59 @@ def test_cli_7_sigterm_passes_on_records_the_rows_and_exits_75(run: CliRun) -> N
     assert_consistent(run, complete=False)
 
 
+def outcome_keys(run: CliRun) -> Counter[tuple[int, int, int]]:
+    return Counter(
+        (e["task"], e["rollout"], e["attempt"])
+        for e in events(run)
+        if e["kind"] in {"result_saved", "failure_saved"}
+    )
+
+
+def written_keys(run: CliRun) -> set[tuple[int, int, int]]:
+    """Every attempt a collector wrote a row for, in every round's files."""
+    return {
+        (row["_ng_task_index"], row["_ng_rollout_index"], row["_ng_attempt_index"])
+        for path in (run.ledger_dir / "rounds").glob("*/*.jsonl")
+        if path.name != "plan.jsonl"
+        for row in read_jsonl(path)
+    }
+
+
+def wait_for_collectors(pids: Path) -> None:
+    """The collectors a killed ``run`` left behind have finished their rows."""
+    deadline = time.monotonic() + 30
+    for pid in map(int, pids.read_text().split() if pids.exists() else []):
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+
+
 @pytest.mark.slow
 def test_rec_86_cli_5_run_sigkilled_at_random_points_loses_nothing(
     run: CliRun,
 ) -> None:
-    """SIGKILL of run itself, again and again: no row lost, none recorded twice."""
+    """SIGKILL of run itself, again and again: no row lost, none recorded twice.
+
+    Each restart first records what the killed run's collector wrote (it ran
+    on, orphaned, to its end): every row written is recorded, exactly once,
+    and no attempt is reserved twice.
+    """
     chance = random.Random(19)
+    pids = run.folder / "pids"
     for _ in range(4):
-        process = launch(run, PAUSE="0.1")
+        process = launch(run, PAUSE="0.1", PIDS=str(pids))
         time.sleep(chance.uniform(0.3, 1.5))
         process.kill()
         process.communicate(timeout=30)
-        time.sleep(0.8)  # the orphaned collector finishes its rows
-        assert_consistent(run, complete=run.invoke("check", run.out).exit_code == 0)
-    code, _, err = finish(run)
+        wait_for_collectors(pids)
+        done = run.invoke("check", run.out).exit_code == 0
+        assert_consistent(run, complete=done)
+    code, _, err = finish(run, PIDS=str(pids))
     assert code == 0, err
     assert_consistent(run)
-    written = sum(
-        len(read_jsonl(path))
-        for path in (run.ledger_dir / "rounds").glob("*/*.jsonl")
-        if path.name != "plan.jsonl"
-    )
-    saved = [e for e in events(run) if e["kind"] in {"result_saved", "failure_saved"}]
-    assert len(saved) <= written
+    keys = outcome_keys(run)
+    assert set(keys) == written_keys(run)  # no row lost
+    assert set(keys.values()) == {1}  # none recorded twice
