@@ -82,7 +82,9 @@ def run(
     Each round releases a plan (as resume does) into the run's ledger folder,
     rounds/N/plan.jsonl, then starts COMMAND (no shell) with {plan}, {output}
     and {failures} in its arguments replaced by the plan and the two files it
-    writes its result and failure rows to (also in ROLLOUT_LEDGER_PLAN,
+    writes its result and failure rows to (rounds/N/output.jsonl, and
+    rounds/N/output_failures.jsonl, where NeMo Gym writes the failures of an
+    output it is given; also in ROLLOUT_LEDGER_PLAN,
     ROLLOUT_LEDGER_OUTPUT and ROLLOUT_LEDGER_FAILURES). Every complete line it
     appends is recorded while it runs; a line that is not JSON or names an
     attempt the round did not release is refused with its file and line, and
@@ -96,6 +98,9 @@ def run(
     Example:
       rollout-ledger run results/rollouts.jsonl --config collection.yaml \\
           --global-config servers.yaml -- python collect.py {plan} {output}
+      rollout-ledger run results/rollouts.jsonl --config collection.yaml \\
+          --global-config servers.yaml -- ng_collect_rollouts \\
+          +input_jsonl_fpath={plan} +output_jsonl_fpath={output}
     \f
     Rules: CLI-4, CLI-5, CLI-7, REC-40, REC-56, REC-86.
     """
@@ -184,10 +189,23 @@ def _warn_refused(report: RoundReport) -> None:
         )
     elif ended is not None and ended.exit_code and not ended.stopped:
         click.echo(
-            f"rollout-ledger: round {report.round}: the collector exited with code "
-            f"{ended.exit_code}; the rows it wrote are recorded",
+            f"rollout-ledger: round {report.round}: the collector "
+            f"{_ending(ended.exit_code)}; the rows it wrote are recorded",
             err=True,
         )
+
+
+def _ending(code: int) -> str:
+    """How the collector ended, in words: a negative code is the signal."""
+    if code < 0:
+        import signal
+
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"was killed by {name}"
+    return f"exited with code {code}"
 
 
 def _echo_text(report: RoundReport) -> None:
@@ -203,7 +221,7 @@ def _echo_text(report: RoundReport) -> None:
         how = (
             ""
             if ended is None or ended.exit_code is None
-            else (f", collector exit code {ended.exit_code}")
+            else f", the collector {_ending(ended.exit_code)}"
         )
         click.echo(
             f"round {report.round}: {plan['dispatch']} to dispatch, "

@@ -36,7 +36,7 @@ from cli.common import (
     run_clock,
 )
 from cli.progress import working
-from cli.render import plural
+from cli.render import coverage_lines, plural
 
 __all__ = ["demo"]
 
@@ -258,19 +258,9 @@ def _report(out: Path) -> None:
     with reader(out) as led:
         cov = projections.status(led).coverage.to_dict()
         findings = projections.verify_run(led).findings
-    click.echo(
-        f"\ncoverage of {plural(cov['expected'], 'rollout')} "
-        f"(as of seq {cov['as_of_seq']}):"
-    )
-    for value, count in cov["decisions"].items():
-        if count:
-            split = cov.get(value, {})
-            detail = (
-                ", ".join(f"{k} {n}" for k, n in split.items() if n) if split else ""
-            )
-            click.echo(
-                f"  {value:<10} {count:>5}" + (f"  ({detail})" if detail else "")
-            )
+    click.echo("")
+    for line in coverage_lines(cov):
+        click.echo(line)
     journal = out.parent / f"{out.stem}_ledger" / "resume_drift.log"
     click.echo("\ndrift journal (resume_drift.log):")
     for line in journal.read_text(encoding="utf-8").splitlines() or ["  (empty)"]:

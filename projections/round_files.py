@@ -2,7 +2,9 @@
 
 A round's files live in the ledger's folder, ``<stem>_ledger/rounds/<n>/``:
 ``plan.jsonl`` (the released plan, as ``resume --plan-out`` writes it, CLI-4),
-and ``output.jsonl`` and ``failures.jsonl``, which only the collector writes.
+and ``output.jsonl`` and ``output_failures.jsonl``, which only the collector
+writes (named as NeMo Gym names a sidecar, ``<stem>_failures.jsonl``, so its
+own collector given ``{output}`` writes its failures to ``{failures}``).
 ``OUT`` and the sidecar are written by the ledger alone, so a collector that
 truncates or rewrites its own files can harm nothing recorded.
 
@@ -56,7 +58,7 @@ class RoundFiles(msgspec.Struct, frozen=True):
             number=number,
             plan=str(folder / "plan.jsonl"),
             output=str(folder / "output.jsonl"),
-            failures=str(folder / "failures.jsonl"),
+            failures=str(folder / "output_failures.jsonl"),
         )
 
 

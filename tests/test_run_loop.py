@@ -147,7 +147,7 @@ def test_cli_5_collector_killed_mid_round_keeps_its_rows(run: CliRun) -> None:
     """A collector SIGKILLed after 3 rows: they are recorded, the rest re-released."""
     code, _, err = finish(run, "--max-rounds", "1", MODE="die")
     assert code == 75, err
-    assert "exited with code -9" in err
+    assert "was killed by SIGKILL" in err
     assert_consistent(run, complete=False)
     code, _, err = finish(run)
     assert code == 0, err
@@ -218,7 +218,7 @@ def test_cli_7_sigterm_passes_on_records_the_rows_and_exits_75(run: CliRun) -> N
     assert process.returncode == 75, (out, err)
     assert "stopped by a signal" in out
     written = len(read_jsonl(output)) + len(
-        read_jsonl(run.ledger_dir / "rounds" / "1" / "failures.jsonl")
+        read_jsonl(run.ledger_dir / "rounds" / "1" / "output_failures.jsonl")
     )
     assert 2 <= written < 6
     saved = [e for e in events(run) if e["kind"] in {"result_saved", "failure_saved"}]
