@@ -13,7 +13,6 @@ nothing (a reader ledger serves).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import cast
 
 import msgspec
 
@@ -26,17 +25,14 @@ from ledger import (
     attempt_key,
 )
 from ledger.events import (
-    AnyEvent,
     Event,
     PolicyChanged,
     RerunApproved,
-    StoredEvent,
-    kind_of,
 )
 from ledger.policy.log import policy_from_events, policy_from_json
 from projections.coverage import HELD_REASONS
 from projections.decide import Decision, decide_all
-from projections.fold import fold_into
+from projections.fold import fold_into, pending_events
 from projections.publish import publish
 from projections.replay import replay
 from projections.snapshot import copy_state
@@ -105,29 +101,12 @@ def _folded(ledger: Ledger, state: RunState, bodies: Sequence[Event]) -> RunStat
     A policy change classifies every outcome again (REC-60): the log is
     replayed under the policy it makes; any other event folds into a copy.
     """
-    pending = _pending(ledger, bodies)
+    pending = pending_events(ledger.head(), bodies)
     if not any(isinstance(body, PolicyChanged) for body in bodies):
         return fold_into(copy_state(state), pending, policy_from_json(state.policy))
     logged = (e.body for e in ledger.events(kinds=("run_created", "policy_changed")))
     policy = policy_from_events([*logged, *bodies])
     return fold_into(replay(ledger, policy_override=policy), pending, policy)
-
-
-def _pending(ledger: Ledger, bodies: Sequence[Event]) -> list[StoredEvent]:
-    """``bodies`` as the events after the head; their time and hashes unknown."""
-    seq, head = ledger.head()
-    return [
-        StoredEvent(
-            seq=seq + offset,
-            kind=kind_of(body),
-            at="",
-            actor="",
-            body=cast(AnyEvent, body),
-            prev_hash=head,
-            hash=head,
-        )
-        for offset, body in enumerate(bodies, start=1)
-    ]
 
 
 def held_attempts(

@@ -17,6 +17,7 @@ import msgspec
 from ledger import (
     Clock,
     Ledger,
+    RecoveryPolicy,
     RunLock,
     RunManifest,
     adopted_inputs,
@@ -86,31 +87,11 @@ def create_run(
     """
     given = read_plan_rows(inputs)[0] if isinstance(inputs, str | Path) else inputs
     clock = clock if clock is not None else Clock()
-    if dry_run:
-        adopted = materialized or adopted_inputs(out, inputs)
-        rows = list(given) if adopted is not None else with_agent(given, config)
-        creation_policy(out, policy_file=policy_file)
-        manifest = RunManifest.create(
-            source,
-            rows,
-            config,
-            global_config,
-            max_rollout_attempts=max_attempts,
-            run_dir=out.parent if isinstance(out, Path) else None,
-            clock=clock,
-            materialized_bytes=adopted,
-        )
-        entries = check_new_run(out, rows, materialized=adopted).entries
-        return CreatedRun(
-            run_id=manifest.run_id,
-            rollouts=len(entries),
-            tasks=len({entry[0] for entry in entries}),
-            cap=manifest.max_rollout_attempts,
-            config_digest=manifest.config_digest,
-            journal_mode=journal_mode,
-            dry_run=True,
-        )
-    with RunLock(out) as lock:
+
+    def prepared() -> tuple[
+        bytes | None, list[Mapping[str, Any]], RecoveryPolicy, RunManifest
+    ]:
+        # What the run's first event holds, checked alike for a dry run.
         adopted = materialized or adopted_inputs(out, inputs)
         # REC-84: adopted inputs are kept byte for byte, so their rows as they are.
         rows = list(given) if adopted is not None else with_agent(given, config)
@@ -125,6 +106,22 @@ def create_run(
             clock=clock,
             materialized_bytes=adopted,
         )
+        return adopted, rows, policy, manifest
+
+    if dry_run:
+        adopted, rows, _, manifest = prepared()
+        entries = check_new_run(out, rows, materialized=adopted).entries
+        return CreatedRun(
+            run_id=manifest.run_id,
+            rollouts=len(entries),
+            tasks=len({entry[0] for entry in entries}),
+            cap=manifest.max_rollout_attempts,
+            config_digest=manifest.config_digest,
+            journal_mode=journal_mode,
+            dry_run=True,
+        )
+    with RunLock(out) as lock:
+        adopted, rows, policy, manifest = prepared()
         with Ledger.create(
             out,
             manifest,

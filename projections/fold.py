@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from sys import intern
-from typing import Any
+from typing import Any, cast
 
 from ledger import MAX_ATTEMPTS, facts_rules
 from ledger import events as ev
@@ -43,6 +43,7 @@ __all__ = [
     "Outcome",
     "fold_events",
     "fold_into",
+    "pending_events",
 ]
 
 # Rows of one run repeat the same facts often; a small cache per fold keeps the
@@ -365,3 +366,24 @@ def fold_events(
     folded = state if state is not None else RunState()
     folded.policy = policy.to_json_dict()
     return fold_into(folded, events, policy)
+
+
+def pending_events(
+    head: tuple[int, bytes], bodies: Iterable[ev.Event]
+) -> list[ev.StoredEvent]:
+    """``bodies`` as the events after ``head`` (``Ledger.head()``), to fold in
+    memory before anything is appended: their seqs follow the head, their
+    time, actor and hashes are not known yet."""
+    seq, hash_ = head
+    return [
+        ev.StoredEvent(
+            seq=seq + offset,
+            kind=ev.kind_of(body),
+            at="",
+            actor="",
+            body=cast(ev.AnyEvent, body),
+            prev_hash=hash_,
+            hash=hash_,
+        )
+        for offset, body in enumerate(bodies, start=1)
+    ]

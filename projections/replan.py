@@ -15,11 +15,6 @@ import msgspec
 
 from ledger import Ledger, names_kept_deliverable
 from ledger.errors import CorruptLedger
-from ledger.event_views import (
-    FailureSavedLocation,
-    JudgeOutcomeLocation,
-    ResultSavedLocation,
-)
 from ledger.events import (
     AttemptsReleased,
     FailureSaved,
@@ -29,6 +24,7 @@ from ledger.events import (
 )
 from ledger.store.port import EventRow
 from projections.decide import Decision, decide_all
+from projections.locations import raw_location
 from projections.plan import Plan, PlanKeys, RejudgeItem, plan_keys
 from projections.replay import replay
 from projections.state import RolloutState, RunState
@@ -75,27 +71,12 @@ def read_materialized(
     return rows
 
 
-# Where an outcome's row is, read without its facts (P-4); any other body, or
-# one that does not decode so, is decoded in full (for its error).
-_Located = ResultSavedLocation | FailureSavedLocation | JudgeOutcomeLocation
-_LOCATION_DECODER = msgspec.json.Decoder(_Located)
-_LOCATED: dict[type, str] = {
-    ResultSavedLocation: "result_saved",
-    FailureSavedLocation: "failure_saved",
-    JudgeOutcomeLocation: "judge_outcome_saved",
-}
-
-
 def _location(ledger: Ledger, seq: int, row: EventRow | None) -> Location:
-    if row is not None and row.kind in _LOCATED.values():
-        try:
-            found = _LOCATION_DECODER.decode(bytes(row.body))
-        except (msgspec.DecodeError, RecursionError):
-            found = None
-        if isinstance(found, _Located) and (
-            _LOCATED[type(found)] == row.kind  # the body's kind is the row's
-        ):
-            return found.location
+    # Read off the raw body (P-4); any other body, or one that does not decode
+    # so, is decoded in full (for its error).
+    found = None if row is None else raw_location(row)
+    if found is not None:
+        return found
     event = next(ledger.events(seq), None)
     body = None if event is None or event.seq != seq else event.body
     if not isinstance(body, ResultSaved | FailureSaved | JudgeOutcomeSaved):

@@ -18,14 +18,10 @@ from typing import Any
 import msgspec
 
 from ledger import CorruptLedger, Ledger
-from ledger.event_views import (
-    FailureSavedLocation,
-    JudgeOutcomeLocation,
-    ResultSavedLocation,
-)
 from ledger.events import Location
 from ledger.store.port import RowReader, RunFiles
 from projections.decide import Decision, decide_all
+from projections.locations import raw_location
 from projections.replay import replay
 from projections.row_lines import RowLines
 from projections.state import RolloutState, RunState
@@ -121,28 +117,14 @@ def _source_seq(rollout: RolloutState, decision: Decision) -> int | None:
     return None if outcome is None else outcome.seq
 
 
-# Where an outcome's row is, read without its facts (P-4); a body that does not
-# decode so is decoded in full, as ``Ledger.events`` does.
-_Located = ResultSavedLocation | FailureSavedLocation | JudgeOutcomeLocation
-_LOCATION_DECODER = msgspec.json.Decoder(_Located)
-_LOCATED: dict[type, str] = {
-    ResultSavedLocation: "result_saved",
-    FailureSavedLocation: "failure_saved",
-    JudgeOutcomeLocation: "judge_outcome_saved",
-}
-
-
 def _locations(ledger: Ledger, wanted: set[int]) -> dict[int, Location]:
     """The row location of each outcome event in ``wanted``: one read of them all."""
     found: dict[int, Location] = {}
     missed: list[int] = []
     for row in ledger.raw_events_at(sorted(wanted)):
-        try:
-            view = _LOCATION_DECODER.decode(bytes(row.body))
-        except (msgspec.DecodeError, RecursionError):
-            view = None
-        if view is not None and _LOCATED[type(view)] == row.kind:
-            found[row.seq] = view.location
+        where = raw_location(row)  # P-4: without the facts
+        if where is not None:
+            found[row.seq] = where
         else:
             missed.append(row.seq)
     for seq in missed:  # decoded in full: its error, or a location of another kind

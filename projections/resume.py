@@ -18,7 +18,7 @@ import logging
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import msgspec
 
@@ -33,7 +33,6 @@ from ledger import (
     plural,
 )
 from ledger.events import (
-    AnyEvent,
     AttemptsExtended,
     AttemptsReleased,
     Event,
@@ -41,15 +40,13 @@ from ledger.events import (
     PolicyChanged,
     RerunApproved,
     ResumeStarted,
-    StoredEvent,
-    kind_of,
 )
 from ledger.policy.approvals import read_approvals
 from ledger.policy.log import apply_changes, policy_changes, policy_from_json
 from ledger.policy.model import RecoveryPolicy
 from projections.current_manifest import current_manifest
 from projections.decide import Decision, decide_all
-from projections.fold import fold_into
+from projections.fold import fold_into, pending_events
 from projections.gate import GateVerdict, gate
 from projections.plan import Plan, plan_keys
 from projections.publish import publish
@@ -158,20 +155,7 @@ def _fold_pending(
 
     Their seqs follow the head; their time and hashes are not known yet.
     """
-    seq, head = ledger.head()
-    pending = (
-        StoredEvent(
-            seq=seq + offset,
-            kind=kind_of(body),
-            at="",
-            actor="",
-            body=cast(AnyEvent, body),
-            prev_hash=head,
-            hash=head,
-        )
-        for offset, body in enumerate(bodies, start=1)
-    )
-    return fold_into(state, pending, policy)
+    return fold_into(state, pending_events(ledger.head(), bodies), policy)
 
 
 def _refuse_waiting(ledger: Ledger) -> None:

@@ -19,6 +19,7 @@ from ledger.events import (
     NEWLINE_APPENDED,
     NEWLINE_RECORDED,
     TAIL_CUT,
+    TailAction,
     TailRepaired,
 )
 from ledger.files import atomic_replace, fsync_dir, open_regular
@@ -87,25 +88,23 @@ def append_newline(paths: RunPaths, file: str, offset: int) -> TailRepaired:
         raise StorageError(
             f"could not append the missing newline to {file}: {exc}", path=path
         ) from exc
-    return TailRepaired(
-        file=file,
-        offset=offset,
-        length=1,
-        sha256=_NEWLINE_SHA256,
-        saved_as="",
-        action=NEWLINE_APPENDED,
-    )
+    return _newline(file, offset, NEWLINE_APPENDED)
 
 
 def record_newline(file: str, offset: int) -> TailRepaired:
     """REC-83: the newline another collector appended to a kept row, recorded."""
+    return _newline(file, offset, NEWLINE_RECORDED)
+
+
+def _newline(file: str, offset: int, action: TailAction) -> TailRepaired:
+    # The one byte a kept row lacked, at ``offset``; nothing was cut or saved.
     return TailRepaired(
         file=file,
         offset=offset,
         length=1,
         sha256=_NEWLINE_SHA256,
         saved_as="",
-        action=NEWLINE_RECORDED,
+        action=action,
     )
 
 
