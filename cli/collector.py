@@ -8,6 +8,9 @@ SIGTERM and SIGINT (Slurm preemption, Ctrl-C) are passed to the collector's
 process group and mark the launcher ``interrupted``; the loop then records
 the collector's rows and stops (exit 75). A collector past the round's time
 limit, or asked to stop, gets SIGTERM, then SIGKILL after ``GRACE_SECONDS``.
+On Linux the collector also gets SIGTERM when ``run`` itself dies (even by
+SIGKILL): left running, it would go on writing a round's files after the next
+``run`` had recorded them, work done for nothing.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -28,6 +32,27 @@ __all__ = ["GRACE_SECONDS", "ProcessLauncher"]
 
 #: Seconds between SIGTERM and SIGKILL when a collector is stopped.
 GRACE_SECONDS = 10.0
+_PR_SET_PDEATHSIG = 1  # prctl(2)
+
+
+def _dies_with_parent() -> Any:
+    """A ``preexec_fn`` that asks the kernel for SIGTERM when ``run`` dies, or
+    ``None`` where prctl is not there. libc is loaded here, before the fork:
+    the child only calls it."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+    import ctypes.util
+
+    try:
+        prctl = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").prctl
+    except (OSError, AttributeError):
+        return None
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
+
+    return preexec
 _SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
@@ -89,7 +114,11 @@ class ProcessLauncher:
 
         try:
             popen = subprocess.Popen(
-                argv, env=env, stdout=self.stdout, start_new_session=True
+                argv,
+                env=env,
+                stdout=self.stdout,
+                start_new_session=True,
+                preexec_fn=_dies_with_parent(),  # prctl only: no lock taken
             )
         except OSError as exc:
             raise ConfigError(

@@ -226,6 +226,29 @@ def test_cli_7_sigterm_passes_on_records_the_rows_and_exits_75(run: CliRun) -> N
     assert_consistent(run, complete=False)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
+def test_cli_5_a_collector_does_not_outlive_a_sigkilled_run(run: CliRun) -> None:
+    """SIGKILL of ``run`` stops its collector too (SIGTERM from the kernel): left
+    running, it would write a round's files after the next ``run`` read them."""
+    pids = run.folder / "pids"
+    process = launch(run, MODE="hang", PIDS=str(pids))
+    deadline = time.monotonic() + 30
+    while not (pids.exists() and pids.read_text().strip()):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    (collector,) = map(int, pids.read_text().split())
+    process.kill()
+    process.communicate(timeout=30)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            os.kill(collector, 0)
+        except ProcessLookupError:
+            break
+        assert time.monotonic() < deadline, "the collector outlived run"
+        time.sleep(0.05)
+
+
 def outcome_keys(run: CliRun) -> Counter[tuple[int, int, int]]:
     return Counter(
         (e["task"], e["rollout"], e["attempt"])
