@@ -146,7 +146,9 @@ def _arguments(
     # `report --serve` serves until it is stopped, by design (tests/test_report.py
     # starts and stops it); every other option must end.
     options = [
-        p for p in command.params if isinstance(p, click.Option) and p.name != "serve"
+        p
+        for p in command.params
+        if isinstance(p, click.Option) and "--serve" not in p.opts
     ]
     positional = st.tuples(*(out if i == 0 else value for i in range(len(arguments))))
     pairs = (
