@@ -53,6 +53,8 @@ def _dies_with_parent() -> Any:
         prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
 
     return preexec
+
+
 _SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
