@@ -2,4 +2,5 @@
 
 from cli.main import main
 
-main(prog_name="rollout-ledger")
+if __name__ == "__main__":  # imported (a test importing every module), it runs nothing
+    main(prog_name="rollout-ledger")

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     import projections.replan as replan_module
     import projections.results as results_module
     from cli.commands_import import _progress_bar, import_
+    from cli.common import load_global_config
     from cli.demo import demo
     from cli.main import LedgerGroup
     from cli.render import REASON_LABELS
@@ -250,6 +251,7 @@ __all__ = [
     "kind_info",
     "legacy_importer",
     "legacy_read_materialized",
+    "load_global_config",
     "load_snapshot",
     "materialized_digest",
     "migrate",

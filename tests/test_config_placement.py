@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from cli import main
-from cli.common import load_global_config
 from projections import expand_dataset
+from tests.internals import load_global_config
 from tests.prerequisites import CONFIGS_ENV, nemo_gym_configs, require_folder
 
 CONFIGS = nemo_gym_configs()

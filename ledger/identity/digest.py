@@ -119,7 +119,7 @@ def _row_seeds(index: int, row: Any) -> Iterator[Reference]:
         kind = ref.get("type")
         yield (
             name,
-            kind if kind in SERVER_KINDS else None,
+            kind if isinstance(kind, str) and kind in SERVER_KINDS else None,
             f"row {index} agent_ref.name",
         )
     # ID-41: the environment server 0.7.0 routed the row through.

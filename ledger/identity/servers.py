@@ -70,7 +70,9 @@ def _found(
     if not isinstance(value, Mapping):
         return
     name, kind = value.get("name"), value.get("type")
-    if isinstance(name, str) and kind in SERVER_KINDS:
+    # Any value may stand under "type" (a mapping is not hashable): only a
+    # string names a server kind.
+    if isinstance(name, str) and isinstance(kind, str) and kind in SERVER_KINDS:
         yield (name, kind, join_key(path)), kind in ROUTE_KINDS
     for key, item in value.items():
         where = join_key((*path, key))
@@ -79,10 +81,14 @@ def _found(
         if isinstance(item, str) and key in REFERENCE_KEYS and item in known:
             yield (item, None, where), key in ROUTE_KEYS
         target = item.get("name") if isinstance(item, Mapping) else None
-        typed = isinstance(item, Mapping) and item.get("type") in SERVER_KINDS
+        typed = isinstance(item, Mapping) and _server_kind(item.get("type"))
         if key in REFERENCE_KEYS and isinstance(target, str) and not typed:
             yield (target, None, where), key in ROUTE_KEYS
         yield from _found(item, (*path, key), known)
+
+
+def _server_kind(value: object) -> bool:
+    return isinstance(value, str) and value in SERVER_KINDS
 
 
 def _references(
