@@ -60,7 +60,8 @@ else:
 
 
 class RunTarget(_OutType):
-    """``OUT``: a path, a run URL, or a run name in ``ROLLOUT_LEDGER_STORE`` (SC-1).
+    """``OUT``: a path, a run URL, or a run name in ``ROLLOUT_LEDGER_STORE``
+    (a run on PostgreSQL).
 
     A path becomes a ``Path``; a run URL (checked, never echoed with a
     password) stays a string, the form ``Ledger.open`` and ``RunLock`` take.
@@ -121,7 +122,7 @@ def count(minimum: int) -> click.IntRange:
 
 
 #: ``OUT``: the run's output JSONL, existing or not; its companions derive from
-#: it. Or a run on PostgreSQL (SC-1): ``postgresql://USER@HOST:PORT/DB?run=NAME``.
+#: it. Or a run on PostgreSQL: ``postgresql://USER@HOST:PORT/DB?run=NAME``.
 out_argument = click.argument("out", type=RunTarget())
 
 quiet_option = click.option(
@@ -213,7 +214,8 @@ def run_clock() -> Clock:
 
 
 def operator_actor() -> str:
-    """``operator:<login>`` (EV-1), or the actor a caller set as ``obj["actor"]``."""
+    """``operator:<login>`` (the actor every operator event names), or the
+    actor a caller set as ``obj["actor"]``."""
     obj = click.get_current_context().find_root().obj or {}
     if obj.get("actor"):
         return str(obj["actor"])
@@ -226,7 +228,7 @@ def operator_actor() -> str:
 
 @contextmanager
 def reader(out: Path | str, *, check_head: bool = True) -> Iterator[Ledger]:
-    """The run opened read-only: nothing is modified (EV-12)."""
+    """The run opened read-only: nothing is modified, not even a repair."""
     import ledger
 
     with ledger.open_run(out, check_head=check_head) as led:
@@ -235,7 +237,8 @@ def reader(out: Path | str, *, check_head: bool = True) -> Iterator[Ledger]:
 
 @contextmanager
 def writer(out: Path | str) -> Iterator[Ledger]:
-    """The run opened for writing under its lock, held for the command (EV-40)."""
+    """The run opened for writing under its lock, held for the command, so its
+    appends are its alone."""
     import ledger
 
     with ledger.open_run(out, write=True, clock=run_clock()) as led:

@@ -8,7 +8,9 @@ server blocks ``<server>: {<kind>: {<implementation>: {...}}}``: they are
 takes on its command line: ``agent_name``, ``input_jsonl_fpath``,
 ``num_repeats``, ``num_samples_in_parallel``, ...) written as a YAML file are
 ``--config``. A key given in the other file is refused, naming the file, the
-key and the option it belongs to (exit 3), before anything is read from it.
+key and the option it belongs to (exit 3), before anything is read from it;
+which keys belong where is ``ledger``'s (``misplaced_in_collection``,
+``misplaced_in_servers``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "COLLECTION_ONLY_KEYS",
     "CONFIG_HELP",
     "GLOBAL_CONFIG_HELP",
     "load_config",
@@ -36,41 +37,6 @@ GLOBAL_CONFIG_HELP = (
     "e.g. resources_servers/NAME/configs/NAME.yaml, or env.yaml): the server "
     "blocks. Repeat to merge in order, as Hydra does."
 )
-
-#: Top-level keys that are collection settings (RolloutCollectionConfig's
-#: fields) and never a server's: given in a --global-config, they are refused
-#: with the option they belong to. ``responses_create_params`` and
-#: ``rollout_collection_driver`` are not among them: real server and benchmark
-#: configurations carry them (legal_agent_bench, gdpval).
-COLLECTION_ONLY_KEYS: frozenset[str] = frozenset(
-    {
-        "agent_name",
-        "input_jsonl_fpath",
-        "output_jsonl_fpath",
-        "limit",
-        "num_repeats",
-        "num_repeats_add_seed",
-        "num_samples_in_parallel",
-        "prompt_config",
-        "interleave_repeats",
-        "agent_map",
-        "fan_out",
-        "resume_from_cache",
-        "require_complete",
-        "retry_terminal_timeouts",
-        "retry_invalid_judge_responses",
-        "route_failures_to_sidecar",
-        "dispatch_budget_s",
-        "drain_margin_s",
-        "dispatch_longest_first",
-        "max_resident_rollout_tasks",
-        "retain_results_in_memory",
-        "count_failure_classes_as_zero",
-        "count_missing_rollouts_as_zero",
-    }
-)
-#: Top-level keys of a server configuration that a --config must not hold.
-_SERVERS_ONLY_KEYS = frozenset({"config_paths"})
 
 
 def _load(path: Path) -> Any:
@@ -155,33 +121,27 @@ def load_global_config(paths: Iterable[Path]) -> dict[str, Any]:
 
 
 def _refuse_server_keys(plain: dict[str, Any], path: Path) -> None:
-    from ledger import ConfigError, server_blocks
+    from ledger import ConfigError, misplaced_in_collection
 
-    blocks = server_blocks(plain)
-    for key in plain:
-        kinds = sorted(blocks.get(key, ()))
-        if kinds or key in _SERVERS_ONLY_KEYS:
-            what = (
-                f"a server block ({', '.join(kinds)})"
-                if kinds
-                else "a server configuration's list of files"
-            )
-            raise ConfigError(
-                f"{path}: {key} is {what}; it belongs in a --global-config file, "
-                "not in --config (which holds the collection settings)",
-                key=key,
-                path=path,
-            )
+    found = misplaced_in_collection(plain)
+    if found is not None:
+        key, what = found
+        raise ConfigError(
+            f"{path}: {key} is {what}; it belongs in a --global-config file, "
+            "not in --config (which holds the collection settings)",
+            key=key,
+            path=path,
+        )
 
 
 def _refuse_collection_keys(plain: dict[str, Any], path: Path) -> None:
-    from ledger import ConfigError
+    from ledger import ConfigError, misplaced_in_servers
 
-    for key in plain:
-        if key in COLLECTION_ONLY_KEYS:
-            raise ConfigError(
-                f"{path}: {key} is a collection setting; it belongs in the --config "
-                "file, not in --global-config (which holds the server blocks)",
-                key=key,
-                path=path,
-            )
+    key = misplaced_in_servers(plain)
+    if key is not None:
+        raise ConfigError(
+            f"{path}: {key} is a collection setting; it belongs in the --config "
+            "file, not in --global-config (which holds the server blocks)",
+            key=key,
+            path=path,
+        )

@@ -117,29 +117,11 @@ _FLAGS = {
     "legacy_import": "imported from files saved without a ledger",
 }
 
-#: Each coverage reason as a few words (docs/glossary.md explains each).
-REASON_LABELS = {
-    "graded": "graded",
-    "graded_failure": "graded failure",
-    "settled_zero": "settled as zero",
-    "rejudged": "re-judged",
-    "infra_cut": "cut short by infrastructure at the cap",
-    "unscored": "no score",
-    "unknown": "attempt outcome unknown",
-    "free": "free retry",
-    "failed": "failed",
-    "masked_without_artifact": "masked without a grade",
-    "route_kept_response": "response kept by a failed route",
-    "kept_answer": "answer kept",
-    "unaccepted_omission": "omission not accepted",
-    "cap": "attempt cap reached",
-    "free_attempts": "free attempts used up",
-    "accepted": "accepted",
-}
-
 
 def coverage_lines(cover: Mapping[str, Any]) -> list[str]:
     """REC-41's counts as a table: each decision with rollouts, then its split."""
+    from projections import REASON_LABELS
+
     lines = [
         f"where the {plural(cover['expected'], 'rollout')} stand (after event "
         f"{cover['as_of_seq']}; docs/glossary.md explains each word):"

@@ -26,7 +26,9 @@ copied to its other home, a ``CopiedRun``), ``read_plan_rows`` and
 committed first, then the rows and their events), ``adopted_inputs`` (the
 materialized inputs a collector left, which ``create`` given the same bytes
 adopts, REC-84), ``FollowedFile`` (a collector's file read as it grows: its
-complete new lines, a rewrite refused); with the values they use,
+complete new lines, a rewrite refused), ``server_blocks``,
+``misplaced_in_collection`` and ``misplaced_in_servers`` (which of NeMo Gym's
+two configuration files a top-level key belongs in); with the values they use,
 ``RunPaths`` (the files of one run) and ``ImportReport`` (what
 ``import_legacy_run`` recorded).
 """
@@ -61,6 +63,7 @@ from ledger.identity.credentials import credential_safe, redact_secrets
 from ledger.identity.digest import config_identity, identity_digest
 from ledger.identity.drift import Drift, classify_key, diff_keys, drift
 from ledger.identity.manifest import RunManifest
+from ledger.identity.placement import misplaced_in_collection, misplaced_in_servers
 from ledger.identity.servers import server_blocks
 from ledger.legacy.importer import import_legacy_run
 from ledger.outputs import check_outputs
@@ -192,6 +195,8 @@ __all__ = [
     "masked_regrade_kind",
     "masked_without_artifact_kind",
     "max_rollout_attempts",
+    "misplaced_in_collection",
+    "misplaced_in_servers",
     "model_calls",
     "names_kept_deliverable",
     "open_run",

@@ -9,8 +9,9 @@ check and plan; ``replan`` releases what the decisions allow; ``publish``,
 ``AggregateMetrics``: NeMo Gym's file of them),
 ``config_diff`` and the operator actions (``approve``, ``reset_budget``,
 ``extend_attempts``, ``set_policy``). ``GLOSSARY``, ``describe_decision``,
-``describe_rollout``, ``describe_kind`` and ``describe_rule``
-(``projections.words``) say them in plain words; ``report_context`` gathers
+``describe_rollout``, ``describe_kind``, ``describe_rule`` and
+``REASON_LABELS`` (a coverage reason in a few words; ``projections.words``)
+say them in plain words; ``report_context`` gathers
 what the HTML report shows. Everything not in ``__all__`` is private and may
 move.
 
@@ -59,6 +60,7 @@ from projections.verify import Finding, verify
 from projections.words import (
     GLOSSARY,
     GLOSSARY_SECTIONS,
+    REASON_LABELS,
     RULE_WORDS,
     describe_decision,
     describe_kind,
@@ -95,6 +97,7 @@ from projections.verify import Verification, verify_run
 __all__ = [
     "GLOSSARY",
     "GLOSSARY_SECTIONS",
+    "REASON_LABELS",
     "RULE_WORDS",
     "AggregateMetrics",
     "Approval",

@@ -27,9 +27,8 @@ from typing import Any
 
 from ledger import Ledger
 from projections.coverage import coverage
-from projections.decide import Decision, decide_all
+from projections.decide import Decision
 from projections.metrics import metrics_of, unfinished_kind
-from projections.replay import replay
 from projections.results import result_rows
 from projections.state import RunState
 
@@ -143,19 +142,20 @@ def counted_zeros(
 class AggregateMetrics:
     """Builds NeMo Gym's aggregate metrics document from streamed rows.
 
-    Made from the run (one replay and one decision pass, which the document
-    reads too): a row without ``agent_ref`` takes its materialized input's.
+    Made from the state and decisions the rows were chosen from (the document
+    reads them too): a row without ``agent_ref`` takes its materialized input's.
     """
 
     def __init__(
         self,
-        ledger: Ledger,
+        state: RunState,
+        decisions: dict[tuple[int, int], Decision],
         *,
         count_failure_classes_as_zero: bool = False,
         count_missing_rollouts_as_zero: bool = False,
     ) -> None:
-        self._state = replay(ledger)
-        self._decisions = decide_all(self._state)
+        self._state = state
+        self._decisions = decisions
         self._options = {
             "count_failure_classes_as_zero": count_failure_classes_as_zero,
             "count_missing_rollouts_as_zero": count_missing_rollouts_as_zero,
@@ -253,14 +253,15 @@ def measured_rows(
 ) -> MeasuredRows:
     """CLI-12's rows (``result_rows``) and, with ``metrics``, their figures.
 
-    ``options`` are ``result_rows``' own (``all``). The figures cost one more
-    replay and decision pass over the run.
+    ``options`` are ``result_rows``' own (``all``, ``allow_changed``); the
+    figures read the state and decisions the rows were chosen from.
     """
     found = result_rows(ledger, **options)
     if not metrics:
         return MeasuredRows(found.count, found.rows, None)
     figures = AggregateMetrics(
-        ledger,
+        found.state,
+        found.decisions,
         count_failure_classes_as_zero=count_failure_classes_as_zero,
         count_missing_rollouts_as_zero=count_missing_rollouts_as_zero,
     )

@@ -156,11 +156,7 @@ def _route(facts: RowFacts, delivery: str) -> Branch:
 
 
 def _kept_answer(facts: RowFacts, policy: RecoveryPolicy) -> Branch:
-    # REC-81: the GDPVal environment faults are written by its verifier, so a
-    # reopened one with the policy's answer kept is judged again, never
-    # sampled again (as a verification failure, ROW-60).
-    verifier = kind_is(facts.selected_kind, *REVALIDATED_FAULTS)
-    if facts.stage == "verification" or verifier:
+    if facts.stage == "verification":  # ROW-60, ROW-62, ROW-63
         return _5H_VERIFICATION
     if facts_rules.kind_side(facts, policy) == "model":
         return _5H_MODEL

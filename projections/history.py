@@ -22,11 +22,11 @@ from projections.decide import Decision, decide
 from projections.history_rows import row_text, score_text
 from projections.replay import EventSource, replay
 from projections.row_lines import RowLines
-from projections.rule_words import RULES
 from projections.state import RolloutState, RunState
 from projections.words import describe_rollout
+from projections.words_tables import RULE_NAMES
 
-__all__ = ["RULES", "History", "HistoryEntry", "history"]
+__all__ = ["History", "HistoryEntry", "history"]
 
 
 class HistoryEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -64,7 +64,7 @@ class History(msgspec.Struct, frozen=True, kw_only=True):
         """The deciding rule and its words, e.g. ``"REC-20.5a final agent timeout"``."""
         if self.decision is None:
             return None
-        words = RULES.get(self.decision.rule)
+        words = RULE_NAMES.get(self.decision.rule)
         return self.decision.rule + (f" {words}" if words else "")
 
 

@@ -41,10 +41,13 @@ Decisions = dict[tuple[int, int], Decision]
 
 @dataclass(frozen=True)
 class ResultRows:
-    """The rows ``results`` writes, streamed, and how many there will be."""
+    """The rows ``results`` writes, streamed, and how many there will be; with
+    the state and decisions they were chosen from (the figures read them too)."""
 
     count: int
     rows: Iterator[dict[str, Any]]
+    state: RunState
+    decisions: Decisions
 
 
 #: Rows read per query (or per pass over the files) by ``selected_results``.
@@ -198,7 +201,7 @@ def result_rows(
     entries = _entries(state, decisions, all)
     changed = _warn if allow_changed else _refuse
     rows = _selected(ledger, state, decisions, entries, changed=changed)
-    return ResultRows(len(entries), rows)
+    return ResultRows(len(entries), rows, state, decisions)
 
 
 def changed_rows(

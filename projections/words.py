@@ -20,6 +20,7 @@ from projections.words_tables import (
     COVERAGE_TERMS,
     DECISIONS,
     KIND_PHRASES,
+    REASON_LABELS,
     REASON_PHRASES,
     REASONS,
     REWARD_TERMS,
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "GLOSSARY",
     "GLOSSARY_SECTIONS",
+    "REASON_LABELS",
     "RULE_WORDS",
     "describe_decision",
     "describe_kind",

@@ -16,9 +16,11 @@ __all__ = [
     "DECISIONS",
     "KIND_PHRASES",
     "REASONS",
+    "REASON_LABELS",
     "REASON_PHRASES",
     "REWARD_TERMS",
     "RULES",
+    "RULE_NAMES",
     "SIDE_WORDS",
 ]
 
@@ -318,4 +320,52 @@ RULES: Final[Mapping[str, str]] = MappingProxyType({
     "producer marked final runs again.",
     "REC-82": "With the policy retry_invalid_judge_responses, a result whose judge's "
     "verdict was unusable is graded again (or run again when no answer was kept).",
+})  # fmt: skip
+
+#: A few words for each rule a decision names, beside its id in the audit
+#: trail's ``--json`` (CLI-8: "REC-20.5a final agent timeout").
+RULE_NAMES: Final[Mapping[str, str]] = MappingProxyType({
+    "REC-4": "free-attempt guard",
+    "REC-20.1": "no outcome yet",
+    "REC-20.2": "omission",
+    "REC-20.3": "judge-only re-judgment",
+    "REC-20.4a": "masked result with a regrade kind",
+    "REC-20.4b": "masked infrastructure result",
+    "REC-20.4c": "masked kept answer without a grade",
+    "REC-20.4d": "infrastructure agent timeout",
+    "REC-20.4e": "result",
+    "REC-20.5a": "final agent timeout",
+    "REC-20.5b": "terminal failure",
+    "REC-20.5c": "infrastructure agent timeout",
+    "REC-20.5d": "failure with a recorded grade",
+    "REC-20.5e": "free lifecycle failure",
+    "REC-20.5f": "route failure",
+    "REC-20.5g": "regrade kind with a saved answer",
+    "REC-20.5h": "kept saved answer",
+    "REC-20.5i": "failure",
+    "REC-81": "environment fault reopened by retry_terminal_timeouts",
+    "REC-82": "invalid judge response",
+    "REC-25": "approved rerun",
+    "REC-35": "omission alongside completed tasks",
+    "ROW-64": "multistage rollout whose final stage is not saved",
+})  # fmt: skip
+
+#: Each coverage reason as a few words (docs/glossary.md explains each).
+REASON_LABELS: Final[Mapping[str, str]] = MappingProxyType({
+    "graded": "graded",
+    "graded_failure": "graded failure",
+    "settled_zero": "settled as zero",
+    "rejudged": "re-judged",
+    "infra_cut": "cut short by infrastructure at the cap",
+    "unscored": "no score",
+    "unknown": "attempt outcome unknown",
+    "free": "free retry",
+    "failed": "failed",
+    "masked_without_artifact": "masked without a grade",
+    "route_kept_response": "response kept by a failed route",
+    "kept_answer": "answer kept",
+    "unaccepted_omission": "omission not accepted",
+    "cap": "attempt cap reached",
+    "free_attempts": "free attempts used up",
+    "accepted": "accepted",
 })  # fmt: skip

@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from cli.common import load_global_config
     from cli.demo import demo
     from cli.main import LedgerGroup
-    from cli.render import REASON_LABELS
     from ledger.event_views import VIEWS
     from ledger.files import canonical_json
     from ledger.identity.credentials import (
@@ -176,7 +175,6 @@ __all__ = [
     "PG_SCHEMA_VERSION",
     "PLACEHOLDER",
     "REASONS",
-    "REASON_LABELS",
     "REDACTED",
     "SCHEMA",
     "SCHEMA_VERSION",

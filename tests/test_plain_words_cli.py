@@ -217,8 +217,7 @@ def test_rec41_every_term_status_prints_is_in_the_glossary() -> None:
     A reason is shown as a few words (``settled as zero``); each stands for one
     glossary term (``settled_zero``), which docs/glossary.md explains.
     """
-    from projections import GLOSSARY
-    from tests.internals import REASON_LABELS
+    from projections import GLOSSARY, REASON_LABELS
 
     term_of = {words: term for term, words in REASON_LABELS.items()}
     pages = sorted((Path(__file__).parent / "golden" / "text").glob("*.status.txt"))
