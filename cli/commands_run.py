@@ -193,7 +193,8 @@ def create(
 def _plan_lines(plan: Plan) -> list[str]:
     counts = ", ".join(f"{name} {count}" for name, count in plan.counts.items())
     return [
-        f"plan: {len(plan.dispatch)} to dispatch, {len(plan.rejudge)} to re-judge, "
+        f"plan: {plan.counts.get('dispatch', 0)} to dispatch, "
+        f"{len(plan.rejudge)} to re-judge, "
         f"{len(plan.held)} held",
         f"  counts: {counts}",
     ]
@@ -214,7 +215,7 @@ def _resume_document(
             "warnings": list(verdict.warnings),
         },
         "plan": {
-            "dispatch": len(plan.dispatch),
+            "dispatch": plan.counts.get("dispatch", 0),
             "rejudge": len(plan.rejudge),
             "held": len(plan.held),
             "counts": plan.counts,
@@ -307,6 +308,7 @@ def resume(
             longest_first=longest_first,
             reason=reason,
             dry_run=dry_run,
+            keep_rows=plan_out is not None,  # rows only go to the plan file
         )
     if as_json:
         echo_json(_resume_document(found, plan_out=plan_out, dry_run=dry_run))

@@ -33,6 +33,9 @@ two configuration files a top-level key belongs in); with the values they use,
 ``import_legacy_run`` recorded).
 """
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from ledger import events
 from ledger.bounds import (
     MAX_ATTEMPTS,
@@ -65,7 +68,6 @@ from ledger.identity.drift import Drift, classify_key, diff_keys, drift
 from ledger.identity.manifest import RunManifest
 from ledger.identity.placement import misplaced_in_collection, misplaced_in_servers
 from ledger.identity.servers import server_blocks
-from ledger.legacy.importer import import_legacy_run
 from ledger.outputs import check_outputs
 from ledger.policy.attempts_cap import max_rollout_attempts
 from ledger.policy.judge import JudgeAdmission
@@ -102,7 +104,6 @@ from ledger.rows.rules import (
     sandbox_or_tool_fault,
     selected_failure_kind,
 )
-from ledger.run.async_recorder import AsyncRecorder
 from ledger.run.ledger import Ledger
 from ledger.run.lock import RunLock
 from ledger.store.registry import resolve_out
@@ -110,14 +111,10 @@ from ledger.store.registry import resolve_out
 # isort: split
 # What the commands call (one library function each) and the values they use.
 from ledger.errors import plural
-from ledger.legacy.importer import ImportReport
 from ledger.paths import RunPaths
 from ledger.run.create import adopted_inputs, check_new_run
-from ledger.run.doctor_report import DoctorReport, doctor
-from ledger.run.follow import FollowedFile, FollowedLine
 from ledger.run.opening import open_run
 from ledger.run.plan_record import read_plan_rows, record_plan_rows
-from ledger.run.transfer import CopiedRun, copy_into_store, copy_to_files
 from ledger.run.waiting import Waiting, adopt_advice, group_waiting
 
 __all__ = [
@@ -217,3 +214,35 @@ __all__ = [
     "side",
     "task_index",
 ]
+
+#: Names whose modules are imported when first used (P-4, P-6): a command
+#: that resumes, records or reads never loads asyncio, the importer of older
+#: runs, the environment checks or the copy between homes.
+_LAZY = {
+    "AsyncRecorder": "ledger.run.async_recorder",
+    "CopiedRun": "ledger.run.transfer",
+    "DoctorReport": "ledger.run.doctor_report",
+    "FollowedFile": "ledger.run.follow",
+    "FollowedLine": "ledger.run.follow",
+    "ImportReport": "ledger.legacy.importer",
+    "copy_into_store": "ledger.run.transfer",
+    "copy_to_files": "ledger.run.transfer",
+    "doctor": "ledger.run.doctor_report",
+    "import_legacy_run": "ledger.legacy.importer",
+}
+
+if TYPE_CHECKING:
+    from ledger.legacy.importer import ImportReport, import_legacy_run
+    from ledger.run.async_recorder import AsyncRecorder
+    from ledger.run.doctor_report import DoctorReport, doctor
+    from ledger.run.follow import FollowedFile, FollowedLine
+    from ledger.run.transfer import CopiedRun, copy_into_store, copy_to_files
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ledger' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value

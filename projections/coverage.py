@@ -16,11 +16,19 @@ from projections.decide import (
     decide_all,
     free_attempts,
 )
-from projections.state import CODE_SHIFT, MASKED, RESERVED, RolloutState, RunState
+from projections.state import (
+    CODE_SHIFT,
+    MASKED,
+    RESERVED,
+    RolloutState,
+    RunState,
+    Settled,
+)
 
 __all__ = [
     "HELD_REASONS",
     "Coverage",
+    "Tally",
     "check_complete",
     "coverage",
     "excluded_sidecar_lines",
@@ -71,9 +79,15 @@ def excluded_sidecar_lines(state: RunState) -> int:
     return state.excluded_lines
 
 
-def _splits(decisions: Decisions) -> tuple[Counter[str], dict[str, dict[str, int]]]:
+def _splits(
+    decisions: Decisions, settled: Settled | None
+) -> tuple[Counter[str], dict[str, dict[str, int]]]:
     """Decisions per value, and per value the reasons of its split."""
     pairs = Counter((d.value, d.reason) for d in decisions.values())
+    if settled is not None:  # P-8: the rollouts a state leaves out
+        for value, reasons in settled.decisions.items():
+            for reason, count in reasons.items():
+                pairs[value, reason] += count
     values: Counter[str] = Counter()
     for (value, _), count in pairs.items():
         values[value] += count
@@ -84,29 +98,52 @@ def _splits(decisions: Decisions) -> tuple[Counter[str], dict[str, dict[str, int
     return values, splits
 
 
-class _Tally:
-    """One pass over every rollout: task completion, flags and totals (P-3)."""
+class Tally:
+    """One pass over every rollout: task completion, flags and totals (P-3).
 
-    def __init__(self) -> None:
+    Started from a state's ``settled`` sums (P-8), it adds the rollouts the
+    state holds to what the ones it left out added.
+    """
+
+    def __init__(self, settled: Settled | None = None) -> None:
         self.tasks = {"complete": 0, "partial": 0, "none": 0}
         self.masked = self.suspect = 0
         self.reserved = self.outcomes = self.duplicates = self.superseded = 0
         self.counted = 0
         self.kinds: Counter[str] = Counter()
+        self.base: dict[int, tuple[int, int, int]] = {}
+        if settled is not None:
+            for name, count in settled.tasks.items():
+                self.tasks[name] += count
+            self.masked, self.suspect = settled.masked, settled.suspect
+            self.reserved, self.outcomes = settled.reserved, settled.outcomes
+            self.duplicates = settled.duplicates
+            self.superseded, self.counted = settled.superseded, settled.counted
+            self.kinds.update(settled.kinds)
+            self.base = settled.task_base
 
     def add_task(self, state: RunState, task: int, decisions: Decisions) -> None:
         rollouts = state.rollouts[task]
-        done = complete = 0
+        total, done, complete = self.base.get(task, (0, 0, 0))
+        total += len(rollouts)
         after = state.before_seq
         for index, rollout in rollouts.items():
             decision = decisions[task, index]
             value = decision.value
             complete += value == "complete"
             done += value in ("complete", "omitted")
-            if value != "complete" and decision.kind is not None:
-                self.kinds[decision.kind] += 1
+            self.add_kind(decision)
             self.add_rollout(rollout, after)
-        if done == len(rollouts) and complete:
+        self.add_completion(total, done, complete)
+
+    def add_kind(self, decision: Decision) -> None:
+        """The failure kind of a rollout that is not complete, counted."""
+        if decision.value != "complete" and decision.kind is not None:
+            self.kinds[decision.kind] += 1
+
+    def add_completion(self, total: int, done: int, complete: int) -> None:
+        """One task of ``total`` rollouts, ``done`` of them done, ``complete``."""
+        if done == total and complete:
             self.tasks["complete"] += 1
         elif complete:
             self.tasks["partial"] += 1
@@ -139,7 +176,7 @@ def _stage_rows(rollout: RolloutState) -> int:
     return count
 
 
-def _totals(state: RunState, tally: _Tally) -> dict[str, int]:
+def _totals(state: RunState, tally: Tally) -> dict[str, int]:
     return {
         "attempts_reserved": tally.reserved,
         "outcomes": tally.outcomes,
@@ -165,8 +202,8 @@ def _safe_kinds(kinds: Counter[str]) -> dict[str, int]:
 def coverage(state: RunState, decisions: Decisions | None = None) -> Coverage:
     """REC-41: counts that add up to ``expected``, each split to its decision."""
     decisions = decide_all(state) if decisions is None else decisions
-    values, splits = _splits(decisions)
-    tally = _Tally()
+    values, splits = _splits(decisions, state.settled)
+    tally = Tally(state.settled)
     for task in state.rollouts:
         tally.add_task(state, task, decisions)
     return Coverage(
@@ -202,6 +239,10 @@ def check_complete(state: RunState, decisions: Decisions | None = None) -> None:
     unfinished = Counter(
         d.value for d in decisions.values() if d.value not in ("complete", "omitted")
     )
+    if state.settled is not None:  # P-8: terminal and exhausted, left out
+        for value, reasons in state.settled.decisions.items():
+            if value not in ("complete", "omitted"):
+                unfinished[value] += sum(reasons.values())
     if not unfinished:
         return
     retryable = any(unfinished[v] for v in ("pending", "retry", "rejudge"))
@@ -210,7 +251,7 @@ def check_complete(state: RunState, decisions: Decisions | None = None) -> None:
     left = sum(unfinished.values())
     raise RecoveryIncomplete(
         f"the saved results are valid, but {left} of "
-        f"{plural(len(decisions), 'rollout')} {'is' if left == 1 else 'are'} "
+        f"{plural(state.expected, 'rollout')} {'is' if left == 1 else 'are'} "
         f"unfinished ({parts}); next: "
         + " / ".join(f"`{command}`" for command in helps),
         retryable=retryable,

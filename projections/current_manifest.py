@@ -19,9 +19,10 @@ import msgspec
 
 from ledger import Clock, Ledger, RunManifest
 from ledger.errors import ConfigError
+from projections.inputs_proof import InputsSeen, before_read, seen_now, still_seen
 from projections.state import RunState
 
-__all__ = ["current_manifest"]
+__all__ = ["current_manifest", "current_manifest_seen"]
 
 
 class _AgentOnly(msgspec.Struct):
@@ -119,14 +120,52 @@ def current_manifest(
     source: Path | str | None = None,
 ) -> RunManifest:
     """The manifest the current configuration and files give this run."""
+    return current_manifest_seen(
+        ledger, state, config, global_config, source=source
+    )[0]
+
+
+def _materialized_path(ledger: Ledger) -> Path | None:
+    """The inputs' file on disk (``None`` for a run kept in a store)."""
+    if ledger.folder is None:
+        return None
+    return ledger.folder / ledger.files.names.materialized
+
+
+def current_manifest_seen(
+    ledger: Ledger,
+    state: RunState,
+    config: Any,
+    global_config: Any,
+    *,
+    source: Path | str | None = None,
+    seen: InputsSeen | None = None,
+) -> tuple[RunManifest, InputsSeen | None]:
+    """``current_manifest``, trusting ``seen`` while the inputs' file is untouched.
+
+    ``seen`` is what the last full read of the materialized inputs found
+    (``projections.inputs_proof``): while the file shows the same identity and
+    times, its digest and server references are taken from it and the file
+    is not read (P-8). Otherwise the file is read and hashed whole, and what
+    that read found is returned, for the caller to keep (``None`` when it
+    cannot be trusted: a run kept in a store, or a file that changed as it
+    was read).
+    """
     files = ledger.files
     name = files.names.materialized
-    try:
-        rows, digest = _agents_and_digest(files.chunks(name))
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot read {files.describe(name)}: {exc.strerror or exc}"
-        ) from exc
+    path = _materialized_path(ledger)
+    trusted = still_seen(seen, path)
+    if trusted is not None:
+        rows, digest = trusted.rows, trusted.digest
+    else:
+        before = before_read(path)
+        try:
+            rows, digest = _agents_and_digest(files.chunks(name))
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot read {files.describe(name)}: {exc.strerror or exc}"
+            ) from exc
+        trusted = seen_now(path, before, digest, rows)
     manifest = RunManifest.create(
         _source(ledger, state, source),
         rows,
@@ -136,10 +175,11 @@ def current_manifest(
         run_dir=ledger.folder,
         clock=Clock(seed=0),  # id and time are replaced by the saved ones below
     )
-    return manifest.model_copy(
+    manifest = manifest.model_copy(
         update={
             "run_id": state.run_id,
             "created_at": state.manifest.get("created_at", manifest.created_at),
             "materialized_digest": digest,
         }
     )
+    return manifest, trusted

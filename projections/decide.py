@@ -276,6 +276,8 @@ def decide(state: RunState, task: int, rollout: int) -> Decision:
     limits = _Limits.of(state)
 
     def task_complete() -> bool:
+        if state.settled is not None and state.settled.complete_in(task):
+            return True  # P-8: a complete rollout of the task, left out
         others = (s for r, s in state.rollouts[task].items() if r != rollout)
         return any(_decide(limits, s, _never).value == "complete" for s in others)
 
@@ -288,11 +290,18 @@ def _omission_selected(rollout: RolloutState) -> bool:
 
 
 def decide_all(state: RunState) -> dict[tuple[int, int], Decision]:
-    """Every rollout's decision, in materialized order (omissions decided last)."""
+    """Every rollout's decision, in materialized order (omissions decided last).
+
+    On a state restored from the snapshot of what is left (``state.settled``),
+    the rollouts it holds: the others' decisions are summed in ``settled``.
+    """
     limits, shared = _Limits.of(state), dict[Decision, Decision]()
     decisions: dict[tuple[int, int], Decision] = {}
     omissions: list[tuple[tuple[int, int], RolloutState]] = []
     complete_tasks: set[int] = set()
+    settled = state.settled  # P-8: the rollouts left out are all decided
+    if settled is not None:
+        complete_tasks.update(t for t in settled.task_base if settled.complete_in(t))
     for key, rollout in state.ordered_rollouts():
         decision = _decide(limits, rollout, _never)
         # Equal decisions are one object (P-3: most rollouts share a handful;

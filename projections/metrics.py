@@ -36,7 +36,7 @@ import msgspec
 
 from ledger import Ledger
 from projections.decide import Decision, decide_all
-from projections.state import MASKED, RolloutState, RunState
+from projections.state import MASKED, RolloutState, RunState, Settled
 
 __all__ = [
     "PassAtK",
@@ -58,6 +58,8 @@ _T975 = (
     2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
 )  # fmt: skip
 _Z975 = 1.959963984540054
+#: ``Settled.scores``: the tasks and scores of the complete rollouts left out.
+_SCORES = msgspec.msgpack.Decoder(tuple[list[int], list[float]])
 
 
 def t_quantile_975(df: int) -> float:
@@ -211,6 +213,27 @@ class _Sorted:
     def add(self, task: int, value: float) -> None:
         self.values.setdefault(task, []).append(value)
 
+    def start(
+        self, settled: Settled, *, failures_as_zero: bool, missing_as_zero: bool
+    ) -> None:
+        """What the rollouts a state leaves out add (P-8), sorted when they settled."""
+        self.scored, self.unscored = settled.scored, settled.unscored
+        self.omitted, self.masked = settled.omitted, settled.metric_masked
+        self.failure_classes, self.missing = settled.failure_classes, settled.missing
+        self.other = settled.other
+        if settled.scores:
+            tasks, scores = _SCORES.decode(settled.scores)
+            for task, score in zip(tasks, scores, strict=True):
+                self.add(task, score)
+        if failures_as_zero:
+            self.failure_zeros = len(settled.failure_tasks)
+            for task in settled.failure_tasks:
+                self.add(task, 0.0)
+        if missing_as_zero:
+            self.missing_zeros = len(settled.missing_tasks)
+            for task in settled.missing_tasks:
+                self.add(task, 0.0)
+
     def sort(
         self,
         task: int,
@@ -293,6 +316,12 @@ def metrics_of(
 ) -> RewardMetrics:
     """The figures from a state and its decisions (``status`` decides once)."""
     found = _Sorted()
+    if state.settled is not None:
+        found.start(
+            state.settled,
+            failures_as_zero=count_failure_classes_as_zero,
+            missing_as_zero=count_missing_rollouts_as_zero,
+        )
     for (task, index), rollout in state.ordered_rollouts():
         found.sort(
             task,

@@ -76,8 +76,15 @@ def resume_with_plan_file(
     longest_first: bool = False,
     reason: str | None = None,
     dry_run: bool = False,
+    keep_rows: bool = True,
 ) -> Resume:
-    """``resume``, then the released plan written to ``plan_out`` when given."""
+    """``resume``, then the released plan written to ``plan_out`` when given.
+
+    ``keep_rows`` is ``resume``'s: false, the rows to dispatch are read and
+    checked but not kept (a plan file needs them: it is then refused).
+    """
+    if plan_out is not None and not keep_rows:
+        raise ConfigError("a plan file is written from the rows the plan keeps")
     if dry_run and plan_out is not None:
         raise ConfigError("a dry run releases no plan, so it writes no plan file")
     run = ledger.paths.out if ledger.folder is not None else None
@@ -94,6 +101,7 @@ def resume_with_plan_file(
         longest_first=longest_first,
         reason=reason,
         dry_run=dry_run,
+        keep_rows=keep_rows,
     )
     if plan_out is not None:
         write_plan_file(plan_out, found.plan)

@@ -37,12 +37,18 @@ _READ_CHUNK = 512
 
 
 def read_materialized(
-    ledger: Ledger, state: RunState, keys: Sequence[tuple[int, int, int]]
+    ledger: Ledger,
+    state: RunState,
+    keys: Sequence[tuple[int, int, int]],
+    *,
+    keep: bool = True,
 ) -> list[dict[str, Any]]:
     """The materialized rows of ``keys``, stamped with attempt and run id (REC-56).
 
     A multistage rollout with saved stages also gets the first missing
-    ``stage_index``, where its collector continues (ROW-64).
+    ``stage_index``, where its collector continues (ROW-64). With ``keep``
+    false each row is read and checked as a plan reads it, then dropped (a
+    dry run that prints counts holds no row: its memory stays flat).
     """
     rows = []
     name = ledger.files.names.materialized
@@ -67,7 +73,8 @@ def read_materialized(
                     stage = rollout.next_stage()
                     if stage is not None:
                         row["stage_index"] = stage
-                rows.append(row)
+                if keep:
+                    rows.append(row)
     return rows
 
 
@@ -152,15 +159,24 @@ def build_plan(
     state: RunState,
     decisions: dict[tuple[int, int], Decision],
     keys: PlanKeys,
+    *,
+    keep_rows: bool = True,
 ) -> Plan:
-    """Read what the plan's keys name and count the decisions."""
+    """Read what the plan's keys name and count the decisions.
+
+    ``keep_rows`` false: the rows to dispatch are read and checked, not kept
+    (``dispatch`` is empty; ``counts["dispatch"]`` says how many).
+    """
     counts = Counter(d.value for d in decisions.values())
+    if state.settled is not None:  # P-8: the rollouts left out, decided
+        for value, reasons in state.settled.decisions.items():
+            counts[value] += sum(reasons.values())
     counts.update(
         dispatch=len(keys.dispatch), rejudge_planned=len(keys.rejudge),
         held_planned=len(keys.held), in_flight=keys.in_flight,
     )  # fmt: skip
     return Plan(
-        dispatch=read_materialized(ledger, state, keys.dispatch),
+        dispatch=read_materialized(ledger, state, keys.dispatch, keep=keep_rows),
         rejudge=_rejudge_items(ledger, state, keys.rejudge),
         held=list(keys.held),
         counts=dict(sorted(counts.items())),

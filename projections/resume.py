@@ -44,10 +44,12 @@ from ledger.events import (
 from ledger.policy.approvals import read_approvals
 from ledger.policy.log import apply_changes, policy_changes, policy_from_json
 from ledger.policy.model import RecoveryPolicy
-from projections.current_manifest import current_manifest
+from projections.current_manifest import current_manifest_seen
 from projections.decide import Decision, decide_all
 from projections.fold import fold_into, pending_events
 from projections.gate import GateVerdict, gate
+from projections.inputs_proof import InputsSeen
+from projections.open_snapshot import load_open, save_open, tail_is_open
 from projections.plan import Plan, plan_keys
 from projections.publish import publish
 from projections.replan import build_plan
@@ -62,7 +64,12 @@ Approvals = Path | str | Iterable[tuple[int, int, int]] | None
 
 
 class Resume(msgspec.Struct):
-    """What a resume found and released (REC-56)."""
+    """What a resume found and released (REC-56).
+
+    From the snapshot of what is left (P-8), ``state`` holds the rollouts
+    still to decide and ``state.settled`` sums the others, and ``decisions``
+    covers the rollouts ``state`` holds; ``plan.counts`` counts them all.
+    """
 
     plan: Plan
     verdict: GateVerdict
@@ -183,8 +190,14 @@ def resume(
     longest_first: bool = False,
     reason: str | None = None,
     dry_run: bool = False,
+    keep_rows: bool = True,
 ) -> Resume:
-    """REC-56: replay, gate, then record what the gate decided and release the plan."""
+    """REC-56: replay, gate, then record what the gate decided and release the plan.
+
+    ``keep_rows`` false (a dry run that prints counts): the rows to dispatch
+    are read and checked as the plan reads them, but ``plan.dispatch`` is left
+    empty, so memory does not grow with the plan.
+    """
     if not dry_run and not ledger.writable:
         raise Refused("resume writes to the run: open it with the held RunLock")
     if dry_run:  # a writer's open refused them already (REC-86)
@@ -197,9 +210,11 @@ def resume(
         key="extend_attempts",
     )
     change, changed = _policy_change(ledger, retry_terminal_timeouts, reason)
-    state = replay(ledger, policy_override=changed)
+    state, seen = _replayed(ledger, changed, approvals, extend_attempts)
     policy = changed or policy_from_json(state.policy)
-    current = current_manifest(ledger, state, config, global_config, source=source)
+    current, seen = current_manifest_seen(
+        ledger, state, config, global_config, source=source, seen=seen
+    )
     verdict = gate(state, current, allow_unsafe=allow_unsafe)
     if verdict.refusal is not None:
         raise verdict.refusal
@@ -224,7 +239,7 @@ def resume(
     planned = _fold_pending(ledger, planned, policy, pending)
     decisions = decide_all(planned)
     keys = plan_keys(planned, decisions, longest_first=longest_first)
-    plan = build_plan(ledger, planned, decisions, keys)
+    plan = build_plan(ledger, planned, decisions, keys, keep_rows=keep_rows)
     verdict = msgspec.structs.replace(verdict, warnings=tuple(warnings))
     for warning in warnings:
         log.warning("%s", warning)
@@ -242,8 +257,33 @@ def resume(
         )
     )
     pending.append(AttemptsReleased(dispatch=keys.dispatch, rejudge=keys.rejudge))
-    state = _commit(ledger, state, policy, pending, decisions)
+    state = _commit(ledger, state, policy, pending, decisions, seen)
     return Resume(plan=plan, verdict=verdict, state=state, decisions=decisions)
+
+
+def _replayed(
+    ledger: Ledger,
+    changed: RecoveryPolicy | None,
+    approvals: Approvals,
+    extend_attempts: int,
+) -> tuple[RunState, InputsSeen | None]:
+    """The state to plan on, and what the inputs were when last read whole.
+
+    P-8: from the snapshot of what is left when it brings the state to the
+    head, and nothing the resume records reopens a settled rollout (a larger
+    cap, a policy change, approvals); otherwise a full replay.
+    """
+    opened = load_open(ledger)
+    seen = None if opened is None else opened.inputs
+    left = None if opened is None else opened.state
+    if (
+        left is not None
+        and changed is None
+        and approvals is None
+        and extend_attempts <= left.extension
+    ):
+        return left, seen
+    return replay(ledger, policy_override=changed), seen
 
 
 def _commit(
@@ -252,6 +292,7 @@ def _commit(
     policy: RecoveryPolicy,
     bodies: list[Event],
     decisions: dict[tuple[int, int], Decision],
+    seen: InputsSeen | None,
 ) -> RunState:
     """Append ``bodies``, fold them into the replayed ``state``, publish, snapshot."""
     # One transaction: a resume's events land together or not at all (REC-56).
@@ -259,9 +300,15 @@ def _commit(
     # Folded as a replay reads them: decoded from the log's bytes (an identity's
     # keys sorted as stored), with whatever a worker appended since the replay.
     tail = list(ledger.events(state.as_of_seq + 1))
-    fold_into(state, tail, policy)
-    if [e.seq for e in tail] != [e.seq for e in stored]:
-        decisions = decide_all(state)  # SC-4: publish the log's, not the plan's
+    if state.settled is not None and not tail_is_open(state, tail):
+        state = replay(ledger)  # SC-4: a worker's event reopened a settled one
+        decisions = decide_all(state)
+    else:
+        fold_into(state, tail, policy)
+        if [e.seq for e in tail] != [e.seq for e in stored]:
+            decisions = decide_all(state)  # SC-4: publish the log's, not the plan's
     publish(ledger, state, decisions)
-    save_snapshot(ledger, state, policy_from_json(state.policy))
+    if state.settled is None:  # a whole state: its snapshot too (EV-14, P-5)
+        save_snapshot(ledger, state, policy_from_json(state.policy))
+    save_open(ledger, state, decisions, seen)
     return state

@@ -29,6 +29,7 @@ __all__ = [
     "RolloutExtras",
     "RolloutState",
     "RunState",
+    "Settled",
 ]
 
 
@@ -252,6 +253,50 @@ class BudgetReset(msgspec.Struct, frozen=True):
     reason: str
 
 
+class Settled(msgspec.Struct, array_like=True, omit_defaults=True):
+    """What the rollouts a state leaves out add up to (P-8, a resume in
+    proportion to the work left).
+
+    A state restored from the snapshot of what is left keeps only the rollouts
+    whose decision can still change without an event naming them (not
+    complete, terminal, exhausted nor accepted as omitted); what the others
+    add to the plan's counts, the coverage and the reward figures was summed
+    here once, when they settled. Every sum is exact, so the figures are the
+    ones a full replay gives. ``None`` on a state that holds every rollout.
+    """
+
+    rollouts: int = 0
+    decisions: dict[str, dict[str, int]] = {}  # value -> reason -> count
+    kinds: dict[str, int] = {}  # failure kinds of the settled, not complete
+    tasks: dict[str, int] = {}  # complete/partial/none: tasks wholly settled
+    # task with rollouts kept -> (settled rollouts, done, complete) of it
+    task_base: dict[int, tuple[int, int, int]] = {}
+    masked: int = 0
+    suspect: int = 0
+    reserved: int = 0
+    outcomes: int = 0
+    duplicates: int = 0
+    superseded: int = 0
+    counted: int = 0
+    # the reward figures' sorting (projections.metrics), options aside
+    scored: int = 0
+    unscored: int = 0
+    omitted: int = 0
+    metric_masked: int = 0
+    failure_classes: int = 0
+    missing: int = 0
+    other: int = 0
+    failure_tasks: list[int] = []  # a task per settled failure-class rollout
+    missing_tasks: list[int] = []  # a task per settled rollout with no outcome
+    # msgpack of ([task, ...], [score, ...]): read only by the reward figures
+    scores: bytes = b""
+
+    def complete_in(self, task: int) -> bool:
+        """Whether a settled rollout of ``task`` (one with rollouts kept) is complete."""
+        base = self.task_base.get(task)
+        return base is not None and base[2] > 0
+
+
 class RunState(msgspec.Struct):
     """The whole run as the log says it is at ``as_of_seq``."""
 
@@ -276,6 +321,7 @@ class RunState(msgspec.Struct):
     legacy: dict[str, Any] | None = None
     open_admissions: dict[str, tuple[int, int, int]] = {}
     rollouts: dict[int, dict[int, RolloutState]] = {}
+    settled: Settled | None = None  # P-8: rollouts left out, summed
 
     @property
     def cap(self) -> int:
@@ -315,4 +361,5 @@ class RunState(msgspec.Struct):
     @property
     def expected(self) -> int:
         """How many rollouts the run expects (REC-41)."""
-        return sum(len(by_rollout) for by_rollout in self.rollouts.values())
+        kept = sum(len(by_rollout) for by_rollout in self.rollouts.values())
+        return kept + (0 if self.settled is None else self.settled.rollouts)

@@ -19,7 +19,7 @@ from ledger.run.write_index import INDEX_CODE_VERSION, INDEX_KINDS, WriteIndex
 from ledger.store.decode import decode_row
 from ledger.store.port import EventStore
 
-__all__ = ["IndexKeeper", "fold_index"]
+__all__ = ["IndexKeeper", "fold_ends", "fold_index"]
 
 
 def fold_index(
@@ -40,12 +40,26 @@ def fold_index(
     return index, last
 
 
-def _stored_index(store: EventStore) -> tuple[WriteIndex, int]:
+def fold_ends(store: EventStore, where: str) -> WriteIndex:
+    """The log's write index for its file ends alone (a reader's, P-8).
+
+    From the stored index's ends and the events after it; the sets of
+    releases and reservations it holds are the tail's only, and unused.
+    """
+    index, start = _stored_index(store, ends_only=True)
+    fold_tail(store, where, index, start)
+    return index
+
+
+def _stored_index(
+    store: EventStore, *, ends_only: bool = False
+) -> tuple[WriteIndex, int]:
     found = store.load_snapshot(INDEX_CODE_VERSION, "")
     if found is None or store.hash_at(found[0]) != found[1]:
         return WriteIndex(), 1
     try:
-        return WriteIndex.decode(found[2]), found[0] + 1
+        decode = WriteIndex.decode_ends if ends_only else WriteIndex.decode
+        return decode(found[2]), found[0] + 1
     except (msgspec.DecodeError, RecursionError):
         return WriteIndex(), 1  # a damaged snapshot is ignored, never trusted
 

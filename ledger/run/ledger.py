@@ -21,7 +21,7 @@ from ledger.events import Event, StoredEvent, encode_body
 from ledger.identity.secret_text import redact_secrets
 from ledger.paths import RunPaths
 from ledger.run.create import ManifestLike, PolicyLike, manifest_files, run_created_body
-from ledger.run.index_keeper import IndexKeeper, fold_index
+from ledger.run.index_keeper import IndexKeeper, fold_ends, fold_index
 from ledger.run.lock import RunLock
 from ledger.run.reading import LogReader
 from ledger.run.recorder import Recorder
@@ -292,7 +292,9 @@ class Ledger(LogReader, RecordingMixin):
         """
         if self.folder is None:
             return []
-        return pending_repairs(self.paths, self.write_index(), self._locations)
+        # Only the recorded ends are read: not the index of every rollout (P-8).
+        ends = fold_ends(self._store, self.where)
+        return pending_repairs(self.paths, ends, self._locations)
 
     def waiting(self) -> tuple[Waiting, ...]:
         """Rows another collector appended, waiting for ``import`` (REC-86)."""

@@ -1,0 +1,278 @@
+"""The snapshot of what is left (P-8): a resume in proportion to the work left.
+
+A full snapshot (``projections.snapshot``) restores every rollout; at a
+million rollouts that alone costs seconds and hundreds of MiB, though most
+rollouts are settled: complete, terminal, exhausted or accepted as omitted.
+Their decisions cannot change without an event that names them or changes
+what every decision reads (the cap, the policy, the failure budget). So the
+snapshot of what is left keeps the state with only the other rollouts, and
+sums what the settled ones add to the counts, the coverage and the reward
+figures (``RunState.settled``, exact sums: the figures are a full replay's).
+
+It is used only while that holds: every event after it must name a rollout
+it kept, or change nothing a decision reads (``tail_is_open``); otherwise
+the caller replays in full, as before. It also carries what the last full
+read of the materialized inputs found (``projections.inputs_proof``), so a
+resume need not hash the whole file again while the file is untouched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import msgspec
+
+from ledger import Ledger
+from ledger import events as ev
+from ledger.policy.log import policy_from_json
+from projections.bulk import gc_paused
+from projections.coverage import Tally
+from projections.decide import Decision
+from projections.fold import fold_into
+from projections.inputs_proof import InputsSeen
+from projections.metrics import unfinished_kind
+from projections.snapshot import CODE_VERSION
+from projections.state import RolloutState, RunState, Settled
+
+__all__ = [
+    "OPEN_VERSION",
+    "SETTLED_VALUES",
+    "OpenSnapshot",
+    "Opened",
+    "load_open",
+    "save_open",
+    "settle",
+    "tail_is_open",
+]
+
+#: The decisions no event but one naming the rollout (or changing the cap, the
+#: policy or the failure budget) can change.
+SETTLED_VALUES = frozenset({"complete", "terminal", "exhausted", "omitted"})
+
+
+def _open_version() -> str:
+    # The fold's code, and the code that decides and sums what is left out.
+    digest = hashlib.sha256(CODE_VERSION.encode())
+    here = Path(__file__).parent
+    for name in ("decide.py", "coverage.py", "metrics.py", Path(__file__).name):
+        digest.update((here / name).read_bytes())
+    return "left-" + digest.hexdigest()[:16]
+
+
+OPEN_VERSION = _open_version()
+
+
+class OpenSnapshot(msgspec.Struct, array_like=True):
+    """The state of what is left, and what the inputs were when last read whole."""
+
+    state: RunState
+    inputs: InputsSeen | None = None
+
+
+_DECODER = msgspec.msgpack.Decoder(OpenSnapshot)
+_ENCODER = msgspec.msgpack.Encoder()
+_SCORES = msgspec.msgpack.Decoder(tuple[list[int], list[float]])
+
+
+class _Sums:
+    """A ``Settled`` being added to, rollout by rollout."""
+
+    def __init__(self, base: Settled | None, after: int) -> None:
+        base = base or Settled()
+        self.settled = msgspec.structs.replace(
+            base,
+            decisions={v: dict(r) for v, r in base.decisions.items()},
+            tasks=dict(base.tasks),
+            task_base=dict(base.task_base),
+            failure_tasks=list(base.failure_tasks),
+            missing_tasks=list(base.missing_tasks),
+        )
+        self.tally = Tally(base)
+        self.tally.base = {}
+        self.tasks, self.scores = (
+            _SCORES.decode(base.scores) if base.scores else ([], [])
+        )
+        self.after = after
+
+    def add(self, task: int, rollout: RolloutState, decision: Decision) -> None:
+        found = self.settled
+        reasons = found.decisions.setdefault(decision.value, {})
+        reasons[decision.reason] = reasons.get(decision.reason, 0) + 1
+        found.rollouts += 1
+        self.tally.add_kind(decision)
+        self.tally.add_rollout(rollout, self.after)
+        if decision.value == "complete":
+            if decision.score is None:
+                found.unscored += 1
+            else:
+                found.scored += 1
+                self.tasks.append(task)
+                self.scores.append(decision.score)
+            return
+        if decision.value == "omitted":
+            found.omitted += 1
+            return
+        kind = unfinished_kind(rollout)
+        if kind == "missing":
+            found.missing += 1
+            found.missing_tasks.append(task)
+        elif kind == "failure_classes":
+            found.failure_classes += 1
+            found.failure_tasks.append(task)
+        elif kind == "omitted":
+            found.omitted += 1
+        elif kind == "masked":
+            found.metric_masked += 1
+        else:
+            found.other += 1
+
+    def done(self) -> Settled:
+        found, tally = self.settled, self.tally
+        found.tasks = dict(tally.tasks)
+        found.kinds = dict(sorted(tally.kinds.items()))
+        found.masked, found.suspect = tally.masked, tally.suspect
+        found.reserved, found.outcomes = tally.reserved, tally.outcomes
+        found.duplicates, found.superseded = tally.duplicates, tally.superseded
+        found.counted = tally.counted
+        found.task_base = dict(sorted(found.task_base.items()))
+        found.scores = _ENCODER.encode((self.tasks, self.scores))
+        return found
+
+
+def settle(state: RunState, decisions: dict[tuple[int, int], Decision]) -> RunState:
+    """``state`` with its settled rollouts moved into ``settled`` (a new state).
+
+    ``decisions`` are ``state``'s (``decide_all``). The rollouts kept are the
+    same objects as ``state``'s: the caller no longer folds into ``state``.
+    """
+    sums = _Sums(state.settled, state.before_seq)
+    kept: dict[int, dict[int, RolloutState]] = {}
+    for task, by_rollout in state.rollouts.items():
+        total, done, complete = sums.settled.task_base.pop(task, (0, 0, 0))
+        keep: dict[int, RolloutState] = {}
+        for index, rollout in by_rollout.items():
+            decision = decisions[task, index]
+            if decision.value not in SETTLED_VALUES:
+                keep[index] = rollout
+                continue
+            sums.add(task, rollout, decision)
+            total += 1
+            done += decision.value in ("complete", "omitted")
+            complete += decision.value == "complete"
+        if keep:
+            kept[task] = keep
+            if total:
+                sums.settled.task_base[task] = (total, done, complete)
+        else:
+            sums.tally.add_completion(total, done, complete)
+    return msgspec.structs.replace(state, rollouts=kept, settled=sums.done())
+
+
+def save_open(
+    ledger: Ledger,
+    state: RunState,
+    decisions: dict[tuple[int, int], Decision],
+    inputs: InputsSeen | None,
+) -> None:
+    """Store the snapshot of what is left of ``state`` (its ``decisions``)."""
+    left = settle(state, decisions)
+    try:
+        encoded = _ENCODER.encode(OpenSnapshot(left, inputs))
+    except OverflowError:  # a number over 64 bits from an old log: none (EV-14)
+        return
+    # One per run: the policy it was folded under is in the state (the key's
+    # policy digest is left empty, as for the writer's index).
+    ledger.save_snapshot(
+        left.as_of_seq, bytes.fromhex(left.head_hash), OPEN_VERSION, "", encoded
+    )
+
+
+#: Kinds that change nothing any decision reads (the head, the identity, the
+#: counters of resumes and repairs, the release bookkeeping).
+_NEUTRAL = frozenset(
+    {
+        "resume_started",
+        "attempts_released",
+        "tail_repaired",
+        "drift_accepted",
+        "identity_adopted",
+        "identity_overridden",
+        "legacy_imported",
+    }
+)
+#: Kinds that change one rollout, named in their body.
+_NAMED = frozenset(
+    {
+        "attempt_reserved",
+        "result_saved",
+        "failure_saved",
+        "omission_saved",
+        "judge_admitted",
+        "rerun_approved",
+    }
+)
+
+
+def tail_is_open(state: RunState, events: Sequence[ev.StoredEvent]) -> bool:
+    """Whether every event of ``events`` leaves ``state``'s settled rollouts be.
+
+    An event naming a rollout ``state`` left out (or none it knows), or one
+    that changes what every decision reads (the cap, the policy, the failure
+    budget, a new run), means the caller must replay in full.
+    """
+    rollouts = state.rollouts
+    admissions = dict(state.open_admissions)
+    for event in events:
+        kind, body = event.kind, event.body
+        if kind in _NEUTRAL:
+            continue
+        if kind in _NAMED:
+            task, index = body.task, body.rollout  # type: ignore[attr-defined]
+            if index not in rollouts.get(task, {}):
+                return False
+            if isinstance(body, ev.JudgeAdmitted):
+                admissions[body.admission_id] = (task, index, body.attempt)
+            continue
+        if isinstance(body, ev.JudgeOutcomeSaved):
+            key = admissions.pop(body.admission_id, None)
+            if key is None or key[1] not in rollouts.get(key[0], {}):
+                return False
+            continue
+        return False
+    return True
+
+
+class Opened(msgspec.Struct):
+    """What the snapshot of what is left gave: the state at the head, if usable."""
+
+    state: RunState | None  # None: replay in full (the tail touches a settled one)
+    inputs: InputsSeen | None
+
+
+def load_open(ledger: Ledger) -> Opened | None:
+    """The snapshot of what is left, brought to the head when it can be.
+
+    The snapshot must be this code's and still in the log (its head hash at
+    its seq). The events after it are read, checked as a chain, and folded
+    when ``tail_is_open``, under the policy the snapshot was folded under (a
+    change of policy after it is not an open tail). No event before it is
+    read: not even the run's first, whose index holds one entry per rollout.
+    """
+    found = ledger.load_snapshot(OPEN_VERSION, "")
+    if found is None:
+        return None
+    try:
+        with gc_paused():
+            snapshot = _DECODER.decode(found[2])
+    except (msgspec.DecodeError, RecursionError):
+        return None  # EV-14: an optimization only; a full refold is always right
+    state = snapshot.state
+    if state.as_of_seq != found[0] or state.settled is None:
+        return None
+    tail = list(ledger.events(state.as_of_seq + 1))
+    if not tail_is_open(state, tail):
+        return Opened(None, snapshot.inputs)
+    fold_into(state, tail, policy_from_json(state.policy))
+    return Opened(state, snapshot.inputs)
