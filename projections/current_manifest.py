@@ -19,7 +19,7 @@ import msgspec
 
 from ledger import Clock, Ledger, RunManifest
 from ledger.errors import ConfigError
-from projections.inputs_proof import InputsSeen, before_read, seen_now, still_seen
+from ledger.run.inputs_seen import InputsSeen, before_read, seen_now, still_seen
 from projections.state import RunState
 
 __all__ = ["current_manifest", "current_manifest_seen"]
@@ -120,9 +120,7 @@ def current_manifest(
     source: Path | str | None = None,
 ) -> RunManifest:
     """The manifest the current configuration and files give this run."""
-    return current_manifest_seen(
-        ledger, state, config, global_config, source=source
-    )[0]
+    return current_manifest_seen(ledger, state, config, global_config, source=source)[0]
 
 
 def _materialized_path(ledger: Ledger) -> Path | None:
@@ -144,7 +142,7 @@ def current_manifest_seen(
     """``current_manifest``, trusting ``seen`` while the inputs' file is untouched.
 
     ``seen`` is what the last full read of the materialized inputs found
-    (``projections.inputs_proof``): while the file shows the same identity and
+    (``ledger.run.inputs_seen``): while the file shows the same identity and
     times, its digest and server references are taken from it and the file
     is not read (P-8). Otherwise the file is read and hashed whole, and what
     that read found is returned, for the caller to keep (``None`` when it

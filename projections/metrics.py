@@ -59,7 +59,7 @@ _T975 = (
 )  # fmt: skip
 _Z975 = 1.959963984540054
 #: ``Settled.scores``: the tasks and scores of the complete rollouts left out.
-_SCORES = msgspec.msgpack.Decoder(tuple[list[int], list[float]])
+_SCORES = msgspec.msgpack.Decoder(list[tuple[int, float]])
 
 
 def t_quantile_975(df: int) -> float:
@@ -222,8 +222,7 @@ class _Sorted:
         self.failure_classes, self.missing = settled.failure_classes, settled.missing
         self.other = settled.other
         if settled.scores:
-            tasks, scores = _SCORES.decode(settled.scores)
-            for task, score in zip(tasks, scores, strict=True):
+            for task, score in _SCORES.decode(settled.scores):
                 self.add(task, score)
         if failures_as_zero:
             self.failure_zeros = len(settled.failure_tasks)

@@ -12,7 +12,7 @@ figures (``RunState.settled``, exact sums: the figures are a full replay's).
 It is used only while that holds: every event after it must name a rollout
 it kept, or change nothing a decision reads (``tail_is_open``); otherwise
 the caller replays in full, as before. It also carries what the last full
-read of the materialized inputs found (``projections.inputs_proof``), so a
+read of the materialized inputs found (``ledger.run.inputs_seen``), so a
 resume need not hash the whole file again while the file is untouched.
 """
 
@@ -27,12 +27,13 @@ import msgspec
 from ledger import Ledger
 from ledger import events as ev
 from ledger.policy.log import policy_from_json
+from ledger.run.inputs_seen import InputsSeen, same_file
 from projections.bulk import gc_paused
 from projections.coverage import Tally
-from projections.decide import Decision
+from projections.decide import Decision, decide_all
 from projections.fold import fold_into
-from projections.inputs_proof import InputsSeen
 from projections.metrics import unfinished_kind
+from projections.replay import replay
 from projections.snapshot import CODE_VERSION
 from projections.state import RolloutState, RunState, Settled
 
@@ -42,6 +43,7 @@ __all__ = [
     "OpenSnapshot",
     "Opened",
     "load_open",
+    "open_problems",
     "save_open",
     "settle",
     "tail_is_open",
@@ -73,7 +75,7 @@ class OpenSnapshot(msgspec.Struct, array_like=True):
 
 _DECODER = msgspec.msgpack.Decoder(OpenSnapshot)
 _ENCODER = msgspec.msgpack.Encoder()
-_SCORES = msgspec.msgpack.Decoder(tuple[list[int], list[float]])
+_SCORES = msgspec.msgpack.Decoder(list[tuple[int, float]])
 
 
 class _Sums:
@@ -91,8 +93,8 @@ class _Sums:
         )
         self.tally = Tally(base)
         self.tally.base = {}
-        self.tasks, self.scores = (
-            _SCORES.decode(base.scores) if base.scores else ([], [])
+        self.scores: list[tuple[int, float]] = (
+            _SCORES.decode(base.scores) if base.scores else []
         )
         self.after = after
 
@@ -108,8 +110,7 @@ class _Sums:
                 found.unscored += 1
             else:
                 found.scored += 1
-                self.tasks.append(task)
-                self.scores.append(decision.score)
+                self.scores.append((task, decision.score))
             return
         if decision.value == "omitted":
             found.omitted += 1
@@ -129,15 +130,28 @@ class _Sums:
             found.other += 1
 
     def done(self) -> Settled:
+        """The sums, each in one order (R-3: the same log, the same bytes).
+
+        Lists and maps are sorted, so the sums of a prefix settled in one
+        go or over several resumes encode alike. The lists were sorted
+        before and grew by a few: sorting them again is close to linear.
+        """
         found, tally = self.settled, self.tally
-        found.tasks = dict(tally.tasks)
+        found.decisions = {
+            value: dict(sorted(reasons.items()))
+            for value, reasons in sorted(found.decisions.items())
+        }
+        found.failure_tasks.sort()
+        found.missing_tasks.sort()
+        found.tasks = dict(sorted(tally.tasks.items()))
         found.kinds = dict(sorted(tally.kinds.items()))
         found.masked, found.suspect = tally.masked, tally.suspect
         found.reserved, found.outcomes = tally.reserved, tally.outcomes
         found.duplicates, found.superseded = tally.duplicates, tally.superseded
         found.counted = tally.counted
         found.task_base = dict(sorted(found.task_base.items()))
-        found.scores = _ENCODER.encode((self.tasks, self.scores))
+        self.scores.sort()
+        found.scores = _ENCODER.encode(self.scores)
         return found
 
 
@@ -202,16 +216,14 @@ _NEUTRAL = frozenset(
         "legacy_imported",
     }
 )
-#: Kinds that change one rollout, named in their body.
-_NAMED = frozenset(
-    {
-        "attempt_reserved",
-        "result_saved",
-        "failure_saved",
-        "omission_saved",
-        "judge_admitted",
-        "rerun_approved",
-    }
+#: The events that change one rollout, named in their body.
+_NAMED = (
+    ev.AttemptReserved,
+    ev.ResultSaved,
+    ev.FailureSaved,
+    ev.OmissionSaved,
+    ev.JudgeAdmitted,
+    ev.RerunApproved,
 )
 
 
@@ -228,8 +240,8 @@ def tail_is_open(state: RunState, events: Sequence[ev.StoredEvent]) -> bool:
         kind, body = event.kind, event.body
         if kind in _NEUTRAL:
             continue
-        if kind in _NAMED:
-            task, index = body.task, body.rollout  # type: ignore[attr-defined]
+        if isinstance(body, _NAMED):
+            task, index = body.task, body.rollout
             if index not in rollouts.get(task, {}):
                 return False
             if isinstance(body, ev.JudgeAdmitted):
@@ -276,3 +288,51 @@ def load_open(ledger: Ledger) -> Opened | None:
         return Opened(None, snapshot.inputs)
     fold_into(state, tail, policy_from_json(state.policy))
     return Opened(state, snapshot.inputs)
+
+
+def open_problems(
+    ledger: Ledger, inputs_path: Path | None, digest: str | None
+) -> list[tuple[str, int]]:
+    """EV-14 for the snapshot of what is left: what ``verify`` finds wrong in it.
+
+    It must equal what the events it covers settle to, and what it says of
+    the inputs' file must hold: while the file shows the times it recorded,
+    ``digest`` (the file's sha256 as ``verify`` just read it) must be the one
+    it recorded. A difference there is a change no time shows (under the file
+    system): resume and status trust the record until the file is touched.
+    """
+    found = ledger.load_snapshot(OPEN_VERSION, "")
+    if found is None:
+        return []
+    seq = found[0]
+    try:
+        snapshot = _DECODER.decode(found[2])
+    except (msgspec.DecodeError, RecursionError):
+        return [("the stored snapshot of what is left does not decode", seq)]
+    problems = []
+    prefix = replay([e for e in ledger.events() if e.seq <= seq])
+    expected = settle(prefix, decide_all(prefix))
+    if _ENCODER.encode(expected) != _ENCODER.encode(snapshot.state):
+        problems.append(
+            (
+                "the stored snapshot of what is left differs from a refold of the "
+                "events it covers (resume and status ignore it only if stale)",
+                seq,
+            )
+        )
+    seen = snapshot.inputs
+    if (
+        seen is not None
+        and digest is not None
+        and seen.digest != digest
+        and same_file(seen, inputs_path)
+    ):
+        problems.append(
+            (
+                "the materialized inputs changed without their file's times "
+                "changing (a write under the file system): resume and status "
+                "took the sha256 recorded when they were last read whole",
+                seq,
+            )
+        )
+    return problems

@@ -29,12 +29,14 @@ from ledger.store.port import EventRow
 from projections.bulk import gc_paused
 from projections.fold import FoldStep, fold_events
 from projections.fold_rows import FAST_DECODER, FoldRow, RowFold
-from projections.snapshot import load_snapshot
+from projections.snapshot import load_snapshot, save_snapshot
 from projections.state import RunState
 
 __all__ = ["EventSource", "StoredLog", "apply", "head_policy", "replay"]
 
 _POLICY_KINDS = ("run_created", "policy_changed")
+#: A writer's replay that folded at least this many events saves its state.
+KEEP_AFTER = 50_000
 
 
 @runtime_checkable
@@ -129,7 +131,19 @@ def _read(
         last = _fold_tail(step, log, from_seq)
         if last is not None:
             step.at(last, _hash_at(log, last))
-        return folded
+    if (
+        use_snapshot
+        and policy_override is None
+        and last is not None
+        and last - from_seq + 1 >= KEEP_AFTER
+        and getattr(log, "writable", False)
+    ):
+        # EV-14: a writer that folded a long tail keeps what it folded. A
+        # resume from the snapshot of what is left (P-8) saves no whole
+        # state; this keeps the whole one close to the head for the commands
+        # that need every rollout (record, results, history, the report).
+        save_snapshot(log, folded, policy)  # type: ignore[arg-type]
+    return folded
 
 
 _POLICY_DECODER = msgspec.json.Decoder(RunCreatedPolicy)

@@ -44,11 +44,11 @@ from ledger.events import (
 from ledger.policy.approvals import read_approvals
 from ledger.policy.log import apply_changes, policy_changes, policy_from_json
 from ledger.policy.model import RecoveryPolicy
+from ledger.run.inputs_seen import InputsSeen
 from projections.current_manifest import current_manifest_seen
 from projections.decide import Decision, decide_all
 from projections.fold import fold_into, pending_events
 from projections.gate import GateVerdict, gate
-from projections.inputs_proof import InputsSeen
 from projections.open_snapshot import load_open, save_open, tail_is_open
 from projections.plan import Plan, plan_keys
 from projections.publish import publish

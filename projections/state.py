@@ -288,11 +288,11 @@ class Settled(msgspec.Struct, array_like=True, omit_defaults=True):
     other: int = 0
     failure_tasks: list[int] = []  # a task per settled failure-class rollout
     missing_tasks: list[int] = []  # a task per settled rollout with no outcome
-    # msgpack of ([task, ...], [score, ...]): read only by the reward figures
+    # msgpack of sorted [task, score] pairs: read only by the reward figures
     scores: bytes = b""
 
     def complete_in(self, task: int) -> bool:
-        """Whether a settled rollout of ``task`` (one with rollouts kept) is complete."""
+        """Whether a settled rollout of ``task`` is complete."""
         base = self.task_base.get(task)
         return base is not None and base[2] > 0
 

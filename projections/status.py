@@ -22,6 +22,7 @@ from ledger import (
 from projections.coverage import Coverage, check_complete, coverage
 from projections.decide import Decision, decide_all
 from projections.metrics import RewardMetrics, metrics_of
+from projections.open_snapshot import load_open
 from projections.publish import publish as publish_files
 from projections.publish import stale_files
 from projections.replay import replay
@@ -48,7 +49,12 @@ class Repair(msgspec.Struct, frozen=True):
 
 
 class RunStatus(msgspec.Struct, frozen=True, kw_only=True):
-    """What ``status`` shows of a run, as of one replay."""
+    """What ``status`` shows of a run, as of one replay.
+
+    From the snapshot of what is left (P-8), ``state`` holds the rollouts
+    still to decide and ``state.settled`` sums the others; every count and
+    figure covers the whole run.
+    """
 
     state: RunState
     coverage: Coverage
@@ -83,7 +89,9 @@ def status(
     rewritten are named and nothing is written. The two counting options are
     ``reward_metrics``'s (NeMo Gym 0.7.0's).
     """
-    state = replay(ledger)
+    state = None if publish else _left(ledger)
+    if state is None:
+        state = replay(ledger)
     decisions = decide_all(state)
     stale = stale_files(ledger, state, decisions) if publish else ()
     publish = publish and not dry_run
@@ -116,6 +124,18 @@ def status(
     )
 
 
+def _left(ledger: Ledger) -> RunState | None:
+    """The state of what is left at the head, when its snapshot gives it (P-8).
+
+    ``status`` then reads the snapshot and the log after it, not the log
+    from its start: the settled rollouts' part of the counts, the coverage
+    and the reward figures was summed when they settled. Their rows were
+    checked when recorded; ``verify`` checks them all again.
+    """
+    opened = load_open(ledger)
+    return None if opened is None else opened.state
+
+
 def adopt_note(ledger: Ledger) -> str | None:
     """What waits to be adopted and the command that adopts it (REC-86), or ``None``."""
     waiting = ledger.waiting()
@@ -128,7 +148,7 @@ def check_run(ledger: Ledger) -> Coverage:
     When rows wait to be adopted (REC-86), the refusal says so first: they may
     hold what the unfinished rollouts lack.
     """
-    state = replay(ledger)
+    state = _left(ledger) or replay(ledger)
     decisions = decide_all(state)
     try:
         check_complete(state, decisions)

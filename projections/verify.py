@@ -23,6 +23,7 @@ from ledger.run.write_index import INDEX_CODE_VERSION, INDEX_KINDS, WriteIndex
 from ledger.store.materialize import index_entry
 from ledger.store.port import RunFiles
 from ledger.store.run_files import ChunkReader
+from projections.open_snapshot import open_problems
 from projections.publish import rendered_files
 from projections.replay import replay
 from projections.state import RunState
@@ -170,6 +171,11 @@ def _materialized(ledger: Ledger, state: RunState) -> list[Finding]:
             digest.update(chunk)
     except OSError as exc:
         return [Finding("inputs", f"cannot read it ({exc.strerror})", file=name)]
+    path = None if ledger.folder is None else ledger.folder / name
+    left = [  # P-8: the snapshot of what is left, and what it trusts of the file
+        Finding("snapshot", text, seq=seq)
+        for text, seq in open_problems(ledger, path, digest.hexdigest())
+    ]
     if digest.hexdigest() != expected:
         lines = _safely("inputs", lambda led: _changed_inputs(led, name), ledger)
         told = "" if lines else _UNTOLD
@@ -180,8 +186,9 @@ def _materialized(ledger: Ledger, state: RunState) -> list[Finding]:
                 file=name,
             ),
             *lines,
+            *left,
         ]
-    return []
+    return left
 
 
 #: Said when no line differs from what run_created records of each input row.

@@ -30,12 +30,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import cli.demo as demo_module
     import ledger.event_views as event_views
+    import ledger.files as files_module
     import ledger.identity.key_tables as key_tables
     import ledger.identity.manifest as identity_manifest
     import ledger.identity.normalize as identity_normalize
     import ledger.identity.registries as registries
     import ledger.legacy.importer as legacy_importer
     import ledger.rows.rules as rules
+    import ledger.run.inputs_seen as inputs_seen_module
     import ledger.store.built_aside as built_aside
     import projections.replan as replan_module
     import projections.results as results_module
@@ -121,6 +123,7 @@ if TYPE_CHECKING:
     from ledger.rows.kinds import own_failure_kind, row_kind
     from ledger.rows.rules import FinalContext, row_route
     from ledger.run.index_keeper import IndexKeeper
+    from ledger.run.inputs_seen import InputsSeen, still_seen
     from ledger.run.plan_record import record_plan_rows
     from ledger.run.recorder import Recorder
     from ledger.run.write_index import INDEX_CODE_VERSION, INDEX_KINDS, WriteIndex
@@ -141,6 +144,7 @@ if TYPE_CHECKING:
     )
     from projections.fold_rows import FAST_DECODER
     from projections.metrics import pass_at_k, t_quantile_975
+    from projections.open_snapshot import load_open, save_open, settle
     from projections.publish import rendered_files
     from projections.replan import read_materialized
     from projections.replay import apply
@@ -192,6 +196,7 @@ __all__ = [
     "FinalContext",
     "FoldStep",
     "IndexKeeper",
+    "InputsSeen",
     "Judgment",
     "KindInfo",
     "LedgerGroup",
@@ -229,6 +234,7 @@ __all__ = [
     "encode_rows",
     "event_views",
     "export_files",
+    "files_module",
     "find_interpolations",
     "first_chain_break",
     "fold_events",
@@ -238,6 +244,7 @@ __all__ = [
     "identity_normalize",
     "import_",
     "import_into_store",
+    "inputs_seen_module",
     "is_diagnostic_error",
     "is_legacy_placeholder",
     "is_placeholder",
@@ -250,6 +257,7 @@ __all__ = [
     "legacy_importer",
     "legacy_read_materialized",
     "load_global_config",
+    "load_open",
     "load_snapshot",
     "materialized_digest",
     "migrate",
@@ -275,9 +283,12 @@ __all__ = [
     "row_kind",
     "row_route",
     "rules",
+    "save_open",
     "save_snapshot",
     "server_blocks",
+    "settle",
     "split_key",
+    "still_seen",
     "t_quantile_975",
     "to_plain",
 ]

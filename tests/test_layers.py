@@ -110,6 +110,11 @@ LEDGER_INTERNALS: dict[str, tuple[frozenset[str], str]] = {
         "verify compares each materialized line with the index entry run_created "
         "recorded for it (R-7)",
     ),
+    "ledger.run.inputs_seen": (
+        frozenset({"InputsSeen", "before_read", "seen_now", "still_seen"}),
+        "a resume trusts the inputs' digest while their file is untouched (P-8); "
+        "the proof is the snapshot's, of no use to a caller",
+    ),
     "ledger.run.write_index": (
         frozenset({"INDEX_CODE_VERSION", "INDEX_KINDS", "WriteIndex"}),
         "verify rebuilds the write index and compares it with the saved snapshot",

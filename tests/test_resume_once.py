@@ -6,6 +6,7 @@ still those a fresh replay of the log gives after it.
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -44,6 +45,13 @@ def _count_calls(monkeypatch: pytest.MonkeyPatch, function: Any) -> list[str]:
                 patched += 1
     assert patched >= 2  # the package and the modules that call it
     return calls
+
+
+def _drop_snapshots(run: Run) -> None:
+    db = run.out.parent / f"{run.out.stem}_ledger" / "ledger.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM snapshots")
+    conn.close()
 
 
 def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -119,6 +127,7 @@ def test_a_plain_resume_replays_once_and_decides_once(
     run: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _record_timeouts(run)
+    _drop_snapshots(run)  # no snapshot of what is left: a full replay
     replays = _count_calls(monkeypatch, replay)
     decides = _count_calls(monkeypatch, decide_all)
     result = run.resume()
@@ -128,6 +137,28 @@ def test_a_plain_resume_replays_once_and_decides_once(
         fresh = replay(led, use_snapshot=False)
         assert verify(led) == []
     assert _encoded(result.state) == _encoded(fresh)
+
+
+def test_p_8_a_resume_from_what_is_left_replays_nothing_and_decides_once(
+    run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """P-8: after a resume, the next one starts from the snapshot of what is left."""
+    _record_timeouts(run)
+    run.resume()  # saves the snapshot of what is left
+    replays = _count_calls(monkeypatch, replay)
+    decides = _count_calls(monkeypatch, decide_all)
+    result = run.resume()
+    assert (replays, decides) == ([], ["decide_all"])
+    monkeypatch.undo()
+    assert result.state.settled is not None
+    assert result.state.settled.rollouts > 0
+    with Ledger.open(run.out) as led:
+        fresh = replay(led, use_snapshot=False)
+        assert verify(led) == []
+    whole = decide_all(fresh)
+    assert result.decisions == {key: whole[key] for key in result.decisions}
+    assert coverage(result.state, result.decisions) == coverage(fresh, whole)
+    assert result.state.expected == fresh.expected
 
 
 def test_a_dry_run_replays_once_and_decides_once(
@@ -150,8 +181,9 @@ def test_a_dry_run_replays_once_and_decides_once(
     assert len(result.plan.dispatch) == 6  # the timeouts, retried under the change
 
 
+@pytest.mark.parametrize("left", [False, True], ids=["replayed", "what-is-left"])
 def test_outcomes_recorded_since_the_replay_are_folded_and_decided(
-    run: Run, monkeypatch: pytest.MonkeyPatch
+    run: Run, monkeypatch: pytest.MonkeyPatch, left: bool
 ) -> None:
     # On PostgreSQL a worker may record between the replay and the commit
     # (SC-4): the state and the published coverage are then the log's.
@@ -160,13 +192,15 @@ def test_outcomes_recorded_since_the_replay_are_folded_and_decided(
     released = run.resume().plan.dispatch
     build_plan = resume_module.build_plan
 
-    def racing(ledger: Ledger, *args: Any) -> Any:
-        plan = build_plan(ledger, *args)
+    def racing(ledger: Ledger, *args: Any, **options: Any) -> Any:
+        plan = build_plan(ledger, *args, **options)
         row = dict(released[0])
         ledger.reserve(row)
         ledger.record({**row, "reward": 1.0, "response": {"output": []}})
         return plan
 
+    if not left:
+        _drop_snapshots(run)  # a full replay
     monkeypatch.setattr(resume_module, "build_plan", racing)
     decides = _count_calls(monkeypatch, decide_all)
     result = run.resume()
@@ -175,5 +209,9 @@ def test_outcomes_recorded_since_the_replay_are_folded_and_decided(
     with Ledger.open(run.out) as led:
         fresh = replay(led, use_snapshot=False)
         assert verify(led) == []
-    assert _encoded(result.state) == _encoded(fresh)
+    assert (result.state.settled is not None) == left
+    if left:  # P-8: what is left, and the settled sums
+        assert coverage(result.state) == coverage(fresh)
+    else:
+        assert _encoded(result.state) == _encoded(fresh)
     assert coverage(fresh).decisions["complete"] == 1

@@ -96,7 +96,9 @@ class IndexKeeper:
         #: Held around appends and refolds: no append lands between a refold's
         #: read of the log and its use, on any thread.
         self.guard = guard
-        self._index, self._seq = fold_index(store, where, save_every=save_every)
+        # Folded when first read (P-8): a writer that only appends (a resume,
+        # an operator action) never reads the index of every rollout.
+        self._folded: tuple[WriteIndex, int] | None = None
         # Bodies appended but not yet folded into the index: folded when the
         # index is next read, so appends that nobody records after (operator
         # actions, P-2's group commits) do not pay for it. Guarded, because
@@ -106,8 +108,32 @@ class IndexKeeper:
         self._stale = False
 
     @property
+    def _index(self) -> WriteIndex:
+        return self._fold()[0]
+
+    @property
+    def _seq(self) -> int:
+        return self._fold()[1]
+
+    def _fold(self) -> tuple[WriteIndex, int]:
+        folded = self._folded
+        if folded is None:
+            with self.guard:
+                folded = self._folded
+                if folded is None:
+                    # The log's fold holds every body appended so far.
+                    with self._unfolded_guard:
+                        self._unfolded, self._stale = [], False
+                    folded = fold_index(
+                        self._store, self._where, save_every=self._save_every
+                    )
+                    self._folded = folded
+        return folded
+
+    @property
     def index(self) -> WriteIndex:
         """The write index, with every appended body folded in."""
+        self._fold()
         if self._unfolded or self._stale:
             with self._unfolded_guard:
                 bodies, self._unfolded = self._unfolded, []
@@ -137,11 +163,12 @@ class IndexKeeper:
         if not self._shared:
             return False
         with self.guard:
-            self._seq = fold_tail(self._store, self._where, self._index, self._seq + 1)
+            index, seq = self._fold()
+            self._folded = (index, fold_tail(self._store, self._where, index, seq + 1))
         return True
 
     def _refold(self) -> None:
         with self.guard:
-            self._index, self._seq = fold_index(
+            self._folded = fold_index(
                 self._store, self._where, save_every=self._save_every
             )

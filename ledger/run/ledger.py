@@ -200,7 +200,11 @@ class Ledger(LogReader, RecordingMixin):
         )
         self._recorder = Recorder(self._writer, self.files.names, self.clock)
         if self.folder is not None and repair_files:  # rows apart from events
-            repair(self.paths, self._recorder, self._locations)  # EV-12, first
+            # EV-12, first. Only the recorded ends tell whether anything is
+            # past them; the index of every rollout is read only if so (P-8).
+            ends = fold_ends(opened.store, self.where)
+            if any(find_unrecorded(self.paths, ends, self._locations)):
+                repair(self.paths, self._recorder, self._locations)
 
     # -- writing -------------------------------------------------------------
 

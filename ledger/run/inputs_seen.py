@@ -1,4 +1,4 @@
-"""What the materialized inputs were when last read whole (REC-55 at the cost of a stat).
+"""What the materialized inputs were when last read whole (REC-55, for a stat).
 
 The gate compares the inputs' sha256 with the saved one: a changed input
 refuses a resume. Hashing 2 GB of inputs at a million rollouts costs about a
@@ -28,7 +28,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["InputsSeen", "before_read", "seen_now", "still_seen"]
+__all__ = ["InputsSeen", "before_read", "same_file", "seen_now", "still_seen"]
 
 #: A file changed this close to the read is not trusted: coarse file-system
 #: clocks (a tick of a few milliseconds, or a second on some) could give a
@@ -66,8 +66,14 @@ def _same(seen: InputsSeen, found: os.stat_result) -> bool:
     )
 
 
+def same_file(seen: InputsSeen, path: Path | None) -> bool:
+    """Whether ``path`` shows ``seen``'s device, inode, size and times."""
+    found = None if path is None else _stat(path)
+    return found is not None and _same(seen, found)
+
+
 def still_seen(seen: InputsSeen | None, path: Path | None) -> InputsSeen | None:
-    """``seen`` when ``path`` is the file it describes, untouched since; else ``None``."""
+    """``seen`` when ``path`` is the file it describes, untouched since; or None."""
     if seen is None or path is None:
         return None
     found = _stat(path)
