@@ -95,8 +95,8 @@ def import_fresh(where: Where) -> CurvePoint:
 
 
 def _plan_alone(out: Path, tools: Path, ctx: Context) -> Measured:
-    # In the spawned child: the CLI's own readers of the two files, then timed
-    # what the command does between them and its rendering.
+    # In the spawned child: the two files read as the CLI reads them (not
+    # timed), then the open and the dry-run resume, timed.
     from cli.config_files import load_config, load_global_config
     from ledger.run.ledger import Ledger
     from projections import resume
