@@ -194,6 +194,22 @@ def machine() -> list[str]:
     ]
 
 
+def _figures(outcomes: Sequence[Outcome], pending: Sequence[str]) -> list[str]:
+    return [
+        "## Figures",
+        "",
+        *_METHOD,
+        "",
+        table(outcomes),
+        "",
+        *(["## Not measured yet", "", *pending, ""] if pending else []),
+        "## Rounds",
+        "",
+        *_details(outcomes),
+        "",
+    ]
+
+
 #: Everything after this line of an existing ``RESULTS.md`` is written by hand
 #: (what was profiled and fixed) and kept when the harness rewrites the file.
 KEPT_MARKER = "<!-- Kept by the harness: everything below is written by hand. -->"
@@ -213,8 +229,10 @@ def results_markdown(
     notes: Sequence[str],
     seconds: float,
     kept: str = "",
+    sections: Sequence[str] = (),
 ) -> str:
-    """The whole ``RESULTS.md``; ``kept`` (see :func:`kept_notes`) goes last."""
+    """The whole ``RESULTS.md``; ``sections`` after the figures' rounds, ``kept``
+    (see :func:`kept_notes`) last."""
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     pending = _pending(outcomes)
     lines = [
@@ -228,17 +246,8 @@ def results_markdown(
         command,
         "```",
         "",
-        "## Figures",
-        "",
-        *_METHOD,
-        "",
-        table(outcomes),
-        "",
-        *(["## Not measured yet", "", *pending, ""] if pending else []),
-        "## Rounds",
-        "",
-        *_details(outcomes),
-        "",
+        *(_figures(outcomes, pending) if outcomes else []),
+        *sections,
         "## Data",
         "",
         *(f"- {note}" for note in notes),

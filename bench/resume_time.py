@@ -1,4 +1,4 @@
-"""P-4's baseline: the incumbent planning a resume of the run, and its peak RSS."""
+"""P-4's baseline: 0.7.0's resume imitated (as shipped) on the run, and its peak RSS."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ __all__ = ["p4_baseline"]
 
 
 def p4_baseline(ctx: Context) -> Measured:
-    """P-4 baseline: seconds for the incumbent's resume planning (steps 2-9)."""
+    """P-4 baseline: seconds for 0.7.0's resume planning, imitated."""
     assert ctx.data.resume_run is not None
     started = time.perf_counter()
     plan = plan_resume(ctx.data.resume_run)

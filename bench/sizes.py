@@ -26,6 +26,9 @@ class Sizes:
     resume_rollouts: int  # P-4: rollouts of the run resumed (~2.5 attempts each)
     resume_rounds: int  # P-4: rounds (the incumbent reads gigabytes in full mode)
     replay_events: int  # P-3, P-5: events of the replayed log
+    curve_sizes: tuple[int, ...]  # CURVE: rollouts of each run
+    curve_rounds: int  # CURVE: rounds below 1M rollouts
+    curve_rounds_1m: int  # CURVE: rounds at 1M and more (0.7.0 takes ~200 s)
 
 
 FULL = Sizes(
@@ -38,6 +41,9 @@ FULL = Sizes(
     resume_rollouts=100_000,
     resume_rounds=3,
     replay_events=1_000_000,
+    curve_sizes=(10_000, 100_000, 1_000_000),
+    curve_rounds=3,
+    curve_rounds_1m=2,
 )
 QUICK = Sizes(
     mode="quick",
@@ -49,6 +55,9 @@ QUICK = Sizes(
     resume_rollouts=10_000,
     resume_rounds=3,
     replay_events=100_000,
+    curve_sizes=(10_000,),
+    curve_rounds=3,
+    curve_rounds_1m=1,
 )
 TINY = Sizes(
     mode="tiny",
@@ -60,12 +69,30 @@ TINY = Sizes(
     resume_rollouts=40,
     resume_rounds=2,
     replay_events=400,
+    curve_sizes=(40,),
+    curve_rounds=2,
+    curve_rounds_1m=1,
 )
 
 
-def sizes_for(*, quick: bool, tiny: bool, rounds: int | None) -> Sizes:
-    """The sizes of the mode asked for, with ``--rounds`` applied to every target."""
+def sizes_for(
+    *,
+    quick: bool,
+    tiny: bool,
+    rounds: int | None,
+    curve_sizes: tuple[int, ...] | None = None,
+    curve_rounds: int | None = None,
+) -> Sizes:
+    """The sizes of the mode asked for, with ``--rounds`` applied to every target.
+
+    ``curve_rounds`` (else ``rounds``) applies to every size of the curve.
+    """
     chosen = TINY if tiny else QUICK if quick else FULL
-    if rounds is None:
-        return chosen
-    return dataclasses.replace(chosen, rounds=rounds, resume_rounds=rounds)
+    if curve_sizes:
+        chosen = dataclasses.replace(chosen, curve_sizes=curve_sizes)
+    if rounds is not None:
+        chosen = dataclasses.replace(chosen, rounds=rounds, resume_rounds=rounds)
+    curve = curve_rounds if curve_rounds is not None else rounds
+    if curve is not None:
+        chosen = dataclasses.replace(chosen, curve_rounds=curve, curve_rounds_1m=curve)
+    return chosen

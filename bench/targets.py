@@ -96,7 +96,7 @@ TARGETS: tuple[Target, ...] = (
     Target(
         id="P-4 kill",
         what="resume planning (open + dry-run resume) after a kill, no snapshot "
-        "/ the incumbent (August resume)",
+        "/ NeMo Gym 0.7.0's resume, imitated",
         unit=SECONDS,
         ours=p4_kill,
         baseline=p4_baseline,
@@ -110,7 +110,7 @@ TARGETS: tuple[Target, ...] = (
     Target(
         id="P-4 close",
         what="resume planning (open + dry-run resume) after a clean close, "
-        "snapshot at the head / the incumbent (August resume)",
+        "snapshot at the head / NeMo Gym 0.7.0's resume, imitated",
         unit=SECONDS,
         ours=p4_close,
         baseline=p4_baseline,

@@ -1,0 +1,137 @@
+"""The cost curve's runs: written by ``gen_run.py``, imported, resumed once.
+
+Per size, under the harness's workdir (``curve/<rollouts>/``):
+
+- ``gen/``: the run as NeMo Gym 0.7.0 leaves it (``gen_run.py --repeats 4
+  --seed 7``, 2-8 KB rows), no ledger. Both 0.7.0 sides and the imitation
+  read it; every round's ``import`` starts from a hard-linked copy of it.
+- ``closed/``: a linked copy, imported (``rollout-ledger import``), then
+  resumed once for real with ``--allow-unsafe`` (an imported run's first
+  resume needs it: its configuration was never recorded), which records the
+  configuration, releases the plan and saves the snapshot of the head: the
+  state a clean close leaves.
+- ``killed/``: ``closed/`` with its snapshots deleted: the state of a run no
+  resume closed cleanly since it was written, whose resume replays the whole
+  log (a snapshot is an optimization, EV-14: the log is untouched).
+
+A resume only reads the collector files, so the copies link them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.commands import run_cli
+from ledger.paths import RunPaths
+
+__all__ = [
+    "REPEATS",
+    "CurveRun",
+    "config_args",
+    "generate",
+    "linked_copy",
+    "prepare_size",
+]
+
+REPEATS, GEN_SEED = 4, 7
+OUT_NAME = "rollouts.jsonl"  # compare_dispatch.py reads rollouts_failures.jsonl
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class CurveRun:
+    """One size's runs, and how they were made."""
+
+    rollouts: int
+    gen: Path  # OUT of the run 0.7.0 wrote, no ledger
+    closed: Path  # OUT, imported and resumed once: a snapshot at the head
+    killed: Path  # OUT, the same ledger without its snapshots
+    notes: tuple[str, ...]
+
+
+def config_args(tools: Path) -> list[str]:
+    """The configuration both sides resume under (the tools' two files)."""
+    return [
+        "--config",
+        str(tools / "collection.yaml"),
+        "--global-config",
+        str(tools / "servers.yaml"),
+    ]
+
+
+def generate(out: Path, *, rollouts: int, tools: Path) -> dict[str, Any]:
+    """``gen_run.py OUT --tasks N/4 --repeats 4 --seed 7``; returns its summary."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, str(tools / "gen_run.py"), str(out)]
+    argv += ["--tasks", str(max(1, rollouts // REPEATS))]
+    argv += ["--repeats", str(REPEATS), "--seed", str(GEN_SEED)]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"gen_run.py exited {done.returncode}:\n{done.stderr}")
+    summary: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return summary
+
+
+def linked_copy(out: Path, folder: Path) -> Path:
+    """``out``'s collector files linked into ``folder``, its ledger copied if any."""
+    source, target = RunPaths.of(out), RunPaths.of(folder / out.name)
+    folder.mkdir(parents=True, exist_ok=True)
+    for old, new in zip(
+        source.collector_files(), target.collector_files(), strict=True
+    ):
+        if not old.exists():
+            continue
+        try:
+            os.link(old, new)
+        except OSError:
+            shutil.copy2(old, new)
+    if source.ledger_dir.is_dir():
+        shutil.copytree(source.ledger_dir, target.ledger_dir)
+    return target.out
+
+
+def drop_snapshots(out: Path) -> int:
+    """Delete the run's stored snapshots (bench only); returns how many there were."""
+    conn = sqlite3.connect(RunPaths.of(out).db)
+    try:
+        with conn:
+            return conn.execute("DELETE FROM snapshots").rowcount
+    finally:
+        conn.close()
+
+
+def prepare_size(rollouts: int, workdir: Path, tools: Path, log: Log) -> CurveRun:
+    """Write, import and resume the run of ``rollouts`` under ``workdir``."""
+    base = workdir / "curve" / str(rollouts)
+    log(f"curve: writing the run of {rollouts} rollouts (gen_run.py) ...")
+    started = time.perf_counter()
+    gen = base / "gen" / OUT_NAME
+    summary = generate(gen, rollouts=rollouts, tools=tools)
+    wrote = time.perf_counter() - started
+    closed = linked_copy(gen, base / "closed")
+    imported = run_cli(["import", str(closed), "-q"])
+    first = run_cli(["resume", str(closed), *config_args(tools), "--allow-unsafe"])
+    killed = linked_copy(closed, base / "killed")
+    dropped = drop_snapshots(killed)
+    files = summary.get("bytes", {})
+    notes = (
+        f"gen_run.py --tasks {summary['tasks']} --repeats {REPEATS} "
+        f"--seed {GEN_SEED}: {summary['result_rows']} result rows, "
+        f"{summary['sidecar_rows']} sidecar rows, "
+        f"{sum(files.values()) / 2**20:.0f} MiB, written in {wrote:.1f} s",
+        f"set up by `rollout-ledger import` ({imported.wall_s:.1f} s) "
+        f"and one real `resume --allow-unsafe` ({first.wall_s:.1f} s, its snapshot "
+        f"saved); the state after a kill is that ledger with its {dropped} "
+        "snapshot(s) deleted",
+    )
+    return CurveRun(rollouts, gen, closed, killed, notes)
