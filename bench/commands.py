@@ -50,7 +50,11 @@ def run_cli(args: Sequence[str], *, cwd: Path | None = None) -> CommandRun:
     """``rollout-ledger ARGS``; raises with its stderr when it exits non-zero."""
     with tempfile.TemporaryDirectory(prefix="bench-hwm-") as folder:
         hwm = Path(folder) / "hwm"
-        env = os.environ | {HWM_ENV: str(hwm)}
+        # Python's bytecode cache on, as an installed package has it (a
+        # machine may set PYTHONDONTWRITEBYTECODE: every command would then
+        # compile the modules it imports, about half a second).
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env[HWM_ENV] = str(hwm)
         argv = [sys.executable, "-c", _WRAPPER, *args]
         started = time.perf_counter()
         done = subprocess.run(

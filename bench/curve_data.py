@@ -10,11 +10,16 @@ Per size, under the harness's workdir (``curve/<rollouts>/``):
   resume needs it: its configuration was never recorded), which records the
   configuration, releases the plan and saves the snapshot of the head: the
   state a clean close leaves.
-- ``killed/``: ``closed/`` with its snapshots deleted: the state of a run no
-  resume closed cleanly since it was written, whose resume replays the whole
-  log (a snapshot is an optimization, EV-14: the log is untouched).
+- ``killed/``: ``closed/`` after its collector recorded half of the plan that
+  resume released (``rollout-ledger record`` of result rows made from the
+  plan file's first half), then died: the snapshot is the last resume's, and
+  the log after it holds that half's reservations and outcomes. Its collector
+  files are copies (``record`` appends to them).
+- ``nosnap/``: ``closed/`` with every stored snapshot deleted: the worst case,
+  a run no command ever left a snapshot of (a snapshot is an optimization,
+  EV-14), whose resume replays the whole log. Shown, not judged.
 
-A resume only reads the collector files, so the copies link them.
+A resume only reads the collector files, so the other copies link them.
 """
 
 from __future__ import annotations
@@ -55,7 +60,8 @@ class CurveRun:
     rollouts: int
     gen: Path  # OUT of the run 0.7.0 wrote, no ledger
     closed: Path  # OUT, imported and resumed once: a snapshot at the head
-    killed: Path  # OUT, the same ledger without its snapshots
+    killed: Path  # OUT, half the released plan recorded since that snapshot
+    nosnap: Path  # OUT, the closed ledger without its snapshots
     notes: tuple[str, ...]
 
 
@@ -82,14 +88,22 @@ def generate(out: Path, *, rollouts: int, tools: Path) -> dict[str, Any]:
     return summary
 
 
-def linked_copy(out: Path, folder: Path) -> Path:
-    """``out``'s collector files linked into ``folder``, its ledger copied if any."""
+def linked_copy(out: Path, folder: Path, *, copy_outputs: bool = False) -> Path:
+    """``out``'s collector files linked into ``folder``, its ledger copied if any.
+
+    ``copy_outputs``: ``OUT`` and its sidecar are copied, not linked (a
+    command will append to them).
+    """
     source, target = RunPaths.of(out), RunPaths.of(folder / out.name)
     folder.mkdir(parents=True, exist_ok=True)
+    outputs = {source.out, source.sidecar}
     for old, new in zip(
         source.collector_files(), target.collector_files(), strict=True
     ):
         if not old.exists():
+            continue
+        if copy_outputs and old in outputs:
+            shutil.copy2(old, new)
             continue
         try:
             os.link(old, new)
@@ -120,9 +134,16 @@ def prepare_size(rollouts: int, workdir: Path, tools: Path, log: Log) -> CurveRu
     wrote = time.perf_counter() - started
     closed = linked_copy(gen, base / "closed")
     imported = run_cli(["import", str(closed), "-q"])
-    first = run_cli(["resume", str(closed), *config_args(tools), "--allow-unsafe"])
-    killed = linked_copy(closed, base / "killed")
-    dropped = drop_snapshots(killed)
+    plan = base / "plan.jsonl"
+    first = run_cli(
+        ["resume", str(closed), *config_args(tools), "--allow-unsafe", "-o", str(plan)]
+    )
+    killed = linked_copy(closed, base / "killed", copy_outputs=True)
+    outcomes = base / "outcomes.jsonl"
+    half = _half_recorded(plan, outcomes)
+    recorded = run_cli(["record", str(killed), str(outcomes)])
+    nosnap = linked_copy(closed, base / "nosnap")
+    dropped = drop_snapshots(nosnap)
     files = summary.get("bytes", {})
     notes = (
         f"gen_run.py --tasks {summary['tasks']} --repeats {REPEATS} "
@@ -131,7 +152,25 @@ def prepare_size(rollouts: int, workdir: Path, tools: Path, log: Log) -> CurveRu
         f"{sum(files.values()) / 2**20:.0f} MiB, written in {wrote:.1f} s",
         f"set up by `rollout-ledger import` ({imported.wall_s:.1f} s) "
         f"and one real `resume --allow-unsafe` ({first.wall_s:.1f} s, its snapshot "
-        f"saved); the state after a kill is that ledger with its {dropped} "
-        "snapshot(s) deleted",
+        f"saved); after a kill: {half} results of the plan it released recorded "
+        f"by `rollout-ledger record` ({recorded.wall_s:.1f} s) since that "
+        f"snapshot; no snapshot: that ledger with its {dropped} snapshot(s) deleted",
     )
-    return CurveRun(rollouts, gen, closed, killed, notes)
+    return CurveRun(rollouts, gen, closed, killed, nosnap, notes)
+
+
+def _half_recorded(plan: Path, outcomes: Path) -> int:
+    """Result rows for the first half of a plan file's rows to dispatch."""
+    rows = []
+    with plan.open("rb") as lines:
+        for line in lines:
+            row = json.loads(line)
+            if "rejudge" not in row:
+                rows.append(row)
+    half = rows[: len(rows) // 2]
+    with outcomes.open("w", encoding="utf-8") as out:
+        for index, row in enumerate(half):
+            row["reward"] = float(index % 2)
+            row["response"] = {"id": f"resp-{index}", "output": []}
+            out.write(json.dumps(row) + "\n")
+    return len(half)

@@ -55,6 +55,13 @@ RATIOS: tuple[Ratio, ...] = (
         0.1,
     ),
     Ratio(
+        "resume --dry-run with no snapshot at all / real 0.7.0 as shipped (worst "
+        "case, shown)",
+        ("resume-nosnap", "seconds"),
+        ("real-shipped", "seconds"),
+        None,
+    ),
+    Ratio(
         "planning alone after a kill / real 0.7.0 lean, planning alone",
         ("plan-kill", "seconds"),
         ("real-lean", "plan_s"),

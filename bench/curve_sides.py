@@ -68,8 +68,13 @@ def _resume(out: Path, where: Where) -> CurvePoint:
 
 
 def resume_killed(where: Where) -> CurvePoint:
-    """``resume --dry-run`` after a kill: no snapshot, the whole log replayed."""
+    """``resume --dry-run`` after a kill: the last resume's snapshot, and a tail."""
     return _resume(where.run.killed, where)
+
+
+def resume_nosnap(where: Where) -> CurvePoint:
+    """``resume --dry-run`` with no snapshot at all: the whole log replayed."""
+    return _resume(where.run.nosnap, where)
 
 
 def resume_closed(where: Where) -> CurvePoint:
@@ -175,6 +180,11 @@ SIDES: tuple[CurveSide, ...] = (
     CurveSide("resume-kill", "ours: resume --dry-run after a kill", resume_killed),
     CurveSide(
         "resume-close", "ours: resume --dry-run after a clean close", resume_closed
+    ),
+    CurveSide(
+        "resume-nosnap",
+        "ours: resume --dry-run with no snapshot (worst case)",
+        resume_nosnap,
     ),
     CurveSide("plan-kill", "ours: planning alone after a kill", plan_killed),
     CurveSide("plan-close", "ours: planning alone after a clean close", plan_closed),

@@ -281,4 +281,7 @@ def test_curve_runs_at_tiny_size_without_0_7_0(tmp_path: Path) -> None:
     assert f"| real NeMo Gym 0.7.0, as shipped | {NO_VENV} |" in text
     assert re.search(r"\| imitation of 0.7.0, lean \| [0-9.e-]+ \(", text)
     assert "- 40: the same rollouts, except that 0.7.0 samples" in text
-    assert "its 1 snapshot(s) deleted" in text
+    assert re.search(r"its [1-9] snapshot\(s\) deleted", text)
+    assert re.search(r"after a kill: [0-9]+ results of the plan", text)
+    (row,) = [v for k, v in rows.items() if k.startswith("ours: resume --dry-run with")]
+    assert figure.search(row), row
