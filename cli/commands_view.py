@@ -45,9 +45,17 @@ def _held(status: RunStatus) -> list[dict[str, Any]]:
 
 
 def status_document(
-    found: RunStatus, *, publish: bool = False, dry_run: bool = False
+    found: RunStatus,
+    *,
+    publish: bool = False,
+    dry_run: bool = False,
+    metrics: bool = True,
 ) -> dict[str, Any]:
-    """``status --json`` (docs/json.md): built here only, text and JSON alike."""
+    """``status --json`` (docs/json.md): built here only, text and JSON alike.
+
+    ``metrics`` false leaves the reward figures out (the text says them in
+    its own words; their JSON lists every task, a second at a million).
+    """
     from cli.render import run_summary
 
     published = {"dry_run": dry_run, "files": list(found.stale)}
@@ -65,7 +73,7 @@ def status_document(
             for w in found.waiting
         ],
         "publish": published if publish else None,
-        "metrics": metrics_json(found),
+        "metrics": metrics_json(found) if metrics else None,
     }
 
 
@@ -122,7 +130,7 @@ def status(
         click.echo(
             f"rollout-ledger: warning: {row}; run `rollout-ledger verify`", err=True
         )
-    document = status_document(found, publish=publish, dry_run=dry_run)
+    document = status_document(found, publish=publish, dry_run=dry_run, metrics=as_json)
     if as_json:
         echo_json(document)
         return

@@ -27,15 +27,22 @@ is at least ``correct_at`` (1.0 by default: the full reward of a 0/1 verifier).
 
 from __future__ import annotations
 
-import math
-import statistics
-from collections.abc import Iterable
 from typing import Any
 
 import msgspec
 
 from ledger import Ledger
 from projections.decide import Decision, decide_all
+from projections.reward_figures import (
+    Figures,
+    ValueSums,
+    add_values,
+    pass_at_k,
+    summary,
+    t_quantile_975,
+    task_figure,
+    updated,
+)
 from projections.state import MASKED, RolloutState, RunState, Settled
 
 __all__ = [
@@ -51,39 +58,9 @@ __all__ = [
 
 Decisions = dict[tuple[int, int], Decision]
 
-#: Student's t quantile 0.975 for 1..30 degrees of freedom.
-_T975 = (
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-)  # fmt: skip
-_Z975 = 1.959963984540054
 #: ``Settled.scores``: the tasks and scores of the complete rollouts left out.
 _SCORES = msgspec.msgpack.Decoder(list[tuple[int, float]])
-
-
-def t_quantile_975(df: int) -> float:
-    """Student's t 0.975 quantile: a table to 30, Cornish-Fisher above (< 1e-4)."""
-    if df < 1:
-        raise ValueError("degrees of freedom must be at least 1")
-    if df <= len(_T975):
-        return _T975[df - 1]
-    z = _Z975
-    return (
-        z
-        + (z**3 + z) / (4 * df)
-        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
-        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3)
-    )
-
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """The unbiased pass@k of one task: n values, c correct (Chen et al. 2021)."""
-    if not 0 <= c <= n or not 1 <= k <= n:
-        raise ValueError(f"pass@{k} needs 1 <= k <= n and 0 <= c <= n (n={n}, c={c})")
-    if n - c < k:
-        return 1.0
-    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+_FIGURES = msgspec.msgpack.Decoder(Figures)
 
 
 class TaskMean(msgspec.Struct, frozen=True):
@@ -214,14 +191,22 @@ class _Sorted:
         self.values.setdefault(task, []).append(value)
 
     def start(
-        self, settled: Settled, *, failures_as_zero: bool, missing_as_zero: bool
+        self,
+        settled: Settled,
+        *,
+        failures_as_zero: bool,
+        missing_as_zero: bool,
+        scores: bool = True,
     ) -> None:
-        """What the rollouts a state leaves out add (P-8), sorted when they settled."""
+        """What the rollouts a state leaves out add (P-8), sorted when they settled.
+
+        ``scores`` false: their counts only (their figures were made apart).
+        """
         self.scored, self.unscored = settled.scored, settled.unscored
         self.omitted, self.masked = settled.omitted, settled.metric_masked
         self.failure_classes, self.missing = settled.failure_classes, settled.missing
         self.other = settled.other
-        if settled.scores:
+        if scores and settled.scores:
             for task, score in _SCORES.decode(settled.scores):
                 self.add(task, score)
         if failures_as_zero:
@@ -290,21 +275,6 @@ def unfinished_kind(rollout: RolloutState) -> str:
     return "masked" if newest.flags & MASKED else "other"
 
 
-def _pass_at_k(values: Iterable[list[float]], correct_at: float) -> list[PassAtK]:
-    groups = [(len(v), sum(x >= correct_at for x in v)) for v in values if v]
-    largest = max((n for n, _ in groups), default=0)
-    if largest < 2:
-        return []  # no task repeats: pass@k says nothing the mean does not
-    ks = sorted({*(2**i for i in range(largest.bit_length()) if 2**i <= largest),
-                 largest})  # fmt: skip
-    found = []
-    for k in ks:
-        eligible = [(n, c) for n, c in groups if n >= k]
-        value = sum(pass_at_k(n, c, k) for n, c in eligible) / len(eligible)
-        found.append(PassAtK(k, value, len(eligible)))
-    return found
-
-
 def metrics_of(
     state: RunState,
     decisions: Decisions,
@@ -313,13 +283,25 @@ def metrics_of(
     count_missing_rollouts_as_zero: bool = False,
     correct_at: float = 1.0,
 ) -> RewardMetrics:
-    """The figures from a state and its decisions (``status`` decides once)."""
+    """The figures from a state and its decisions (``status`` decides once).
+
+    On a state restored from the snapshot of what is left (P-8), the settled
+    rollouts' figures were made when they settled (``Settled.figures``); only
+    the tasks the rollouts held add values to are figured again. Under a
+    counting option or another ``correct_at`` every settled score is read.
+    """
+    settled = state.settled
+    options = count_failure_classes_as_zero or count_missing_rollouts_as_zero
+    made = None
+    if settled is not None and not options and correct_at == 1.0 and settled.figures:
+        made = _FIGURES.decode(settled.figures)
     found = _Sorted()
-    if state.settled is not None:
+    if settled is not None:
         found.start(
-            state.settled,
+            settled,
             failures_as_zero=count_failure_classes_as_zero,
             missing_as_zero=count_missing_rollouts_as_zero,
+            scores=made is None,
         )
     for (task, index), rollout in state.ordered_rollouts():
         found.sort(
@@ -329,15 +311,15 @@ def metrics_of(
             failures_as_zero=count_failure_classes_as_zero,
             missing_as_zero=count_missing_rollouts_as_zero,
         )
-    values = [v for task in sorted(found.values) for v in found.values[task]]
-    n = len(values)
-    mean = math.fsum(values) / n if n else None
-    std = statistics.stdev(values) if n >= 2 else None
-    se = std / math.sqrt(n) if std is not None else None
-    interval = None
-    if mean is not None and se is not None:
-        half = t_quantile_975(n - 1) * se
-        interval = (mean - half, mean + half)
+    if made is not None and settled is not None:
+        scores = _SCORES.decode(settled.scores) if found.values else []
+        figures = updated(made, scores, found.values, correct_at)
+    else:
+        figures = Figures(
+            add_values(ValueSums(), (v for vs in found.values.values() for v in vs)),
+            [task_figure(t, v, correct_at) for t, v in sorted(found.values.items())],
+        )
+    parts = summary(figures)
     return RewardMetrics(
         as_of_seq=state.as_of_seq,
         expected=state.expected,
@@ -353,20 +335,17 @@ def metrics_of(
         count_missing_rollouts_as_zero=count_missing_rollouts_as_zero,
         failure_classes_counted_as_zero=found.failure_zeros,
         missing_counted_as_zero=found.missing_zeros,
-        n=n,
-        mean=mean,
-        std=std,
-        standard_error=se,
-        interval_95=interval,
-        minimum=min(values) if values else None,
-        maximum=max(values) if values else None,
-        median=statistics.median(values) if values else None,
-        per_task=tuple(
-            TaskMean(task, len(v), math.fsum(v) / len(v))
-            for task, v in sorted(found.values.items())
-        ),
+        n=parts["n"],
+        mean=parts["mean"],
+        std=parts["std"],
+        standard_error=parts["standard_error"],
+        interval_95=parts["interval_95"],
+        minimum=parts["minimum"],
+        maximum=parts["maximum"],
+        median=parts["median"],
+        per_task=tuple(TaskMean(*entry) for entry in parts["per_task"]),
         correct_at=correct_at,
-        pass_at_k=tuple(_pass_at_k(found.values.values(), correct_at)),
+        pass_at_k=tuple(PassAtK(*entry) for entry in parts["pass_at_k"]),
     )
 
 

@@ -29,17 +29,19 @@ from ledger import events as ev
 from ledger.policy.log import policy_from_json
 from ledger.run.inputs_seen import InputsSeen, same_file
 from projections.bulk import gc_paused
-from projections.coverage import Tally
+from projections.coverage import Coverage, Tally, coverage
 from projections.decide import Decision, decide_all
 from projections.fold import fold_into
-from projections.metrics import unfinished_kind
+from projections.metrics import RewardMetrics, metrics_of, unfinished_kind
 from projections.replay import replay
+from projections.reward_figures import Figures, figures_of_scores, updated
 from projections.snapshot import CODE_VERSION
 from projections.state import RolloutState, RunState, Settled
 
 __all__ = [
     "OPEN_VERSION",
     "SETTLED_VALUES",
+    "AtHead",
     "OpenSnapshot",
     "Opened",
     "load_open",
@@ -58,7 +60,8 @@ def _open_version() -> str:
     # The fold's code, and the code that decides and sums what is left out.
     digest = hashlib.sha256(CODE_VERSION.encode())
     here = Path(__file__).parent
-    for name in ("decide.py", "coverage.py", "metrics.py", Path(__file__).name):
+    names = ("decide.py", "coverage.py", "metrics.py", "reward_figures.py")
+    for name in (*names, Path(__file__).name):
         digest.update((here / name).read_bytes())
     return "left-" + digest.hexdigest()[:16]
 
@@ -66,16 +69,26 @@ def _open_version() -> str:
 OPEN_VERSION = _open_version()
 
 
+class AtHead(msgspec.Struct, array_like=True, frozen=True):
+    """What ``status`` shows, as of the snapshot's own seq (default counting)."""
+
+    coverage: Coverage
+    metrics: RewardMetrics
+    held: list[tuple[int, int, Decision]]
+
+
 class OpenSnapshot(msgspec.Struct, array_like=True):
     """The state of what is left, and what the inputs were when last read whole."""
 
     state: RunState
     inputs: InputsSeen | None = None
+    at_head: AtHead | None = None
 
 
 _DECODER = msgspec.msgpack.Decoder(OpenSnapshot)
 _ENCODER = msgspec.msgpack.Encoder()
 _SCORES = msgspec.msgpack.Decoder(list[tuple[int, float]])
+_FIGURES = msgspec.msgpack.Decoder(Figures)
 
 
 class _Sums:
@@ -93,9 +106,11 @@ class _Sums:
         )
         self.tally = Tally(base)
         self.tally.base = {}
-        self.scores: list[tuple[int, float]] = (
+        self.base_scores: list[tuple[int, float]] = (
             _SCORES.decode(base.scores) if base.scores else []
         )
+        self.base_figures = _FIGURES.decode(base.figures) if base.figures else None
+        self.added: dict[int, list[float]] = {}
         self.after = after
 
     def add(self, task: int, rollout: RolloutState, decision: Decision) -> None:
@@ -110,7 +125,7 @@ class _Sums:
                 found.unscored += 1
             else:
                 found.scored += 1
-                self.scores.append((task, decision.score))
+                self.added.setdefault(task, []).append(decision.score)
             return
         if decision.value == "omitted":
             found.omitted += 1
@@ -150,8 +165,17 @@ class _Sums:
         found.duplicates, found.superseded = tally.duplicates, tally.superseded
         found.counted = tally.counted
         found.task_base = dict(sorted(found.task_base.items()))
-        self.scores.sort()
-        found.scores = _ENCODER.encode(self.scores)
+        if self.added or not found.scores:
+            scores = self.base_scores + [
+                (task, score) for task, values in self.added.items() for score in values
+            ]
+            scores.sort()  # sorted, and a few more: close to linear
+            found.scores = _ENCODER.encode(scores)
+            if self.base_figures is None:
+                figures = figures_of_scores(scores)
+            else:  # only the tasks that gained values are figured again
+                figures = updated(self.base_figures, self.base_scores, self.added)
+            found.figures = _ENCODER.encode(figures)
         return found
 
 
@@ -189,11 +213,27 @@ def save_open(
     state: RunState,
     decisions: dict[tuple[int, int], Decision],
     inputs: InputsSeen | None,
+    *,
+    covered: Coverage | None = None,
 ) -> None:
-    """Store the snapshot of what is left of ``state`` (its ``decisions``)."""
+    """Store the snapshot of what is left of ``state`` (its ``decisions``).
+
+    With what ``status`` shows as of it: a status at its seq reads them, and
+    decides nothing. ``covered``: ``state``'s coverage, when already made.
+    """
     left = settle(state, decisions)
+    kept = {
+        (task, index): decisions[task, index]
+        for task, by_rollout in left.rollouts.items()
+        for index in by_rollout
+    }
+    at_head = AtHead(
+        covered or coverage(left, kept),
+        metrics_of(left, kept),
+        [(t, r, d) for (t, r), d in kept.items() if d.value == "held"],
+    )
     try:
-        encoded = _ENCODER.encode(OpenSnapshot(left, inputs))
+        encoded = _ENCODER.encode(OpenSnapshot(left, inputs, at_head))
     except OverflowError:  # a number over 64 bits from an old log: none (EV-14)
         return
     # One per run: the policy it was folded under is in the state (the key's
@@ -261,6 +301,7 @@ class Opened(msgspec.Struct):
 
     state: RunState | None  # None: replay in full (the tail touches a settled one)
     inputs: InputsSeen | None
+    at_head: AtHead | None = None  # when no event followed the snapshot
 
 
 def load_open(ledger: Ledger) -> Opened | None:
@@ -284,6 +325,8 @@ def load_open(ledger: Ledger) -> Opened | None:
     if state.as_of_seq != found[0] or state.settled is None:
         return None
     tail = list(ledger.events(state.as_of_seq + 1))
+    if not tail:
+        return Opened(state, snapshot.inputs, snapshot.at_head)
     if not tail_is_open(state, tail):
         return Opened(None, snapshot.inputs)
     fold_into(state, tail, policy_from_json(state.policy))

@@ -11,7 +11,7 @@ from typing import Any
 
 from ledger import Ledger, Refused, RunLock
 from ledger.files import canonical_json
-from projections.coverage import coverage
+from projections.coverage import Coverage, coverage
 from projections.decide import Decision
 from projections.state import RunState
 
@@ -42,14 +42,21 @@ def budget_log(state: RunState) -> bytes:
 
 
 def rendered_files(
-    state: RunState, decisions: dict[tuple[int, int], Decision] | None = None
+    state: RunState,
+    decisions: dict[tuple[int, int], Decision] | None = None,
+    *,
+    covered: Coverage | None = None,
 ) -> dict[str, bytes | None]:
-    """Every published file's bytes as the state projects them (``None``: absent)."""
+    """Every published file's bytes as the state projects them (``None``: absent).
+
+    ``covered``: the state's coverage, when the caller made it already.
+    """
     identity: Any = state.identity
+    covered = covered or coverage(state, decisions)
     return {
         "identity.json": None if identity is None else canonical_json(identity),
         "manifest.json": canonical_json(state.manifest),
-        "coverage.json": canonical_json(coverage(state, decisions).to_dict()),
+        "coverage.json": canonical_json(covered.to_dict()),
         "resume_drift.log": drift_log(state),
         "failure_budget.log": budget_log(state),
     }
@@ -61,6 +68,7 @@ def publish(
     decisions: dict[tuple[int, int], Decision] | None = None,
     *,
     lock: RunLock | None = None,
+    covered: Coverage | None = None,
 ) -> None:
     """Rewrite the published files from ``state`` (a writer's job, never a reader's).
 
@@ -73,7 +81,7 @@ def publish(
     # ID-32: the identity first, so a crash between the two leaves a pair whose
     # digests disagree, which ID-33 ignores.
     # The JSON files are canonical_json, the bytes publish_json writes (EV-31).
-    for name, data in rendered_files(state, decisions).items():
+    for name, data in rendered_files(state, decisions, covered=covered).items():
         if data is not None:
             ledger.files.publish(name, data)
 

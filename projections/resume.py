@@ -45,6 +45,7 @@ from ledger.policy.approvals import read_approvals
 from ledger.policy.log import apply_changes, policy_changes, policy_from_json
 from ledger.policy.model import RecoveryPolicy
 from ledger.run.inputs_seen import InputsSeen
+from projections.coverage import coverage
 from projections.current_manifest import current_manifest_seen
 from projections.decide import Decision, decide_all
 from projections.fold import fold_into, pending_events
@@ -307,8 +308,9 @@ def _commit(
         fold_into(state, tail, policy)
         if [e.seq for e in tail] != [e.seq for e in stored]:
             decisions = decide_all(state)  # SC-4: publish the log's, not the plan's
-    publish(ledger, state, decisions)
+    covered = coverage(state, decisions)  # published, and kept with the snapshot
+    publish(ledger, state, decisions, covered=covered)
     if state.settled is None:  # a whole state: its snapshot too (EV-14, P-5)
         save_snapshot(ledger, state, policy_from_json(state.policy))
-    save_open(ledger, state, decisions, seen)
+    save_open(ledger, state, decisions, seen, covered=covered)
     return state

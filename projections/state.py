@@ -290,6 +290,8 @@ class Settled(msgspec.Struct, array_like=True, omit_defaults=True):
     missing_tasks: list[int] = []  # a task per settled rollout with no outcome
     # msgpack of sorted [task, score] pairs: read only by the reward figures
     scores: bytes = b""
+    # msgpack of their figures' parts (projections.reward_figures.Figures)
+    figures: bytes = b""
 
     def complete_in(self, task: int) -> bool:
         """Whether a settled rollout of ``task`` is complete."""

@@ -22,7 +22,7 @@ from ledger import (
 from projections.coverage import Coverage, check_complete, coverage
 from projections.decide import Decision, decide_all
 from projections.metrics import RewardMetrics, metrics_of
-from projections.open_snapshot import load_open
+from projections.open_snapshot import AtHead, load_open
 from projections.publish import publish as publish_files
 from projections.publish import stale_files
 from projections.replay import replay
@@ -89,9 +89,14 @@ def status(
     rewritten are named and nothing is written. The two counting options are
     ``reward_metrics``'s (NeMo Gym 0.7.0's).
     """
-    state = None if publish else _left(ledger)
+    opened = None if publish else load_open(ledger)
+    state = None if opened is None else opened.state
     if state is None:
         state = replay(ledger)
+    options = count_failure_classes_as_zero or count_missing_rollouts_as_zero
+    at_head = None if opened is None or options else opened.at_head
+    if at_head is not None:  # P-8: as the snapshot at the head saw it
+        return _status_at_head(ledger, state, at_head)
     decisions = decide_all(state)
     stale = stale_files(ledger, state, decisions) if publish else ()
     publish = publish and not dry_run
@@ -121,6 +126,30 @@ def status(
             count_failure_classes_as_zero=count_failure_classes_as_zero,
             count_missing_rollouts_as_zero=count_missing_rollouts_as_zero,
         ),
+    )
+
+
+def _status_at_head(ledger: Ledger, state: RunState, at_head: AtHead) -> RunStatus:
+    """``status`` when the snapshot of what is left is at the head (P-8).
+
+    Its coverage, figures and held rollouts were made when it was saved, as
+    of its seq, which is the head: nothing is decided again. Its rows were
+    checked when recorded (every rollout with a row to check is settled, so
+    none is read); ``verify`` checks them all again.
+    """
+    pending = ledger.pending_repairs()
+    waiting = group_waiting((p.file, p.line, p.what) for p in pending)
+    return RunStatus(
+        state=state,
+        coverage=at_head.coverage,
+        held=tuple(HeldRollout(t, r, d) for t, r, d in at_head.held),
+        pending_repairs=tuple(
+            Repair(p.file, p.line, p.what) for p in pending if not p.waiting
+        ),
+        published=False,
+        waiting=waiting,
+        adopt=adopt_advice(str(ledger.target), waiting) if waiting else None,
+        metrics=at_head.metrics,
     )
 
 

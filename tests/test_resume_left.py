@@ -419,3 +419,24 @@ def test_p_8_resume_dry_run_command_counts_what_it_read_and_kept_no_row(
     expected = sum(d.value in ("pending", "retry") for d in decide_all(whole).values())
     assert document["plan"]["dispatch"] == expected > 0
     run.lock = RunLock(run.out).acquire()
+
+
+def test_p_8_status_at_the_head_reads_what_the_snapshot_kept(run: Run) -> None:
+    """After a resume nothing follows its snapshot: status decides nothing again."""
+    run.resume()
+    with Ledger.open(run.out) as led:
+        opened = load_open(led)
+        assert opened is not None
+        assert opened.at_head is not None  # the status as of the head, kept
+        left = status(led)
+    _drop_snapshots(run)
+    with Ledger.open(run.out) as led:
+        whole = status(led)
+    assert left.coverage == whole.coverage
+    assert left.metrics == whole.metrics
+    assert left.held == whole.held
+    assert left.state.expected == whole.state.expected
+    with Ledger.open(run.out) as led:
+        counted = status(led, count_failure_classes_as_zero=True)
+    assert counted.metrics is not None
+    assert counted.metrics.failure_classes_counted_as_zero > 0

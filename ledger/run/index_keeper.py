@@ -15,7 +15,12 @@ from collections.abc import Sequence
 import msgspec
 
 from ledger.events import Event
-from ledger.run.write_index import INDEX_CODE_VERSION, INDEX_KINDS, WriteIndex
+from ledger.run.write_index import (
+    END_KINDS,
+    INDEX_CODE_VERSION,
+    INDEX_KINDS,
+    WriteIndex,
+)
 from ledger.store.decode import decode_row
 from ledger.store.port import EventStore
 
@@ -40,14 +45,21 @@ def fold_index(
     return index, last
 
 
-def fold_ends(store: EventStore, where: str) -> WriteIndex:
-    """The log's write index for its file ends alone (a reader's, P-8).
+def fold_ends(
+    store: EventStore, where: str, *, save_every: int | None = None
+) -> WriteIndex:
+    """The log's write index for its file ends alone (P-8).
 
-    From the stored index's ends and the events after it; the sets of
-    releases and reservations it holds are the tail's only, and unused.
+    From the stored index's ends and the events after it that move an end;
+    the rest of what it holds is unused. With ``save_every`` (a lock holder)
+    and a tail at least that long, the whole index is folded and stored
+    instead, so the next open reads a short tail.
     """
     index, start = _stored_index(store, ends_only=True)
-    fold_tail(store, where, index, start)
+    if save_every is not None and store.head()[0] - start + 1 >= save_every:
+        return fold_index(store, where, save_every=save_every)[0]
+    for row in store.rows(start, kinds=END_KINDS):  # only what moves an end
+        index.apply(decode_row(row, path=where).body)
     return index
 
 

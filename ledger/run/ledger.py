@@ -202,7 +202,8 @@ class Ledger(LogReader, RecordingMixin):
         if self.folder is not None and repair_files:  # rows apart from events
             # EV-12, first. Only the recorded ends tell whether anything is
             # past them; the index of every rollout is read only if so (P-8).
-            ends = fold_ends(opened.store, self.where)
+            every = self._index_save_every()
+            ends = fold_ends(opened.store, self.where, save_every=every)
             if any(find_unrecorded(self.paths, ends, self._locations)):
                 repair(self.paths, self._recorder, self._locations)
 

@@ -33,7 +33,7 @@ from ledger.events import (
     TailRepaired,
 )
 
-__all__ = ["INDEX_CODE_VERSION", "Attempt", "FileEnd", "WriteIndex"]
+__all__ = ["END_KINDS", "INDEX_CODE_VERSION", "Attempt", "FileEnd", "WriteIndex"]
 
 Attempt = tuple[int, int, int]
 
@@ -44,6 +44,15 @@ INDEX_KINDS = (
     "resume_started",
     "attempt_reserved",
     "judge_admitted",
+    "judge_outcome_saved",
+    "legacy_imported",
+    "result_saved",
+    "failure_saved",
+    "omission_saved",
+    "tail_repaired",
+)
+#: The kinds that move a file's recorded end (``WriteIndex.ends``).
+END_KINDS = (
     "judge_outcome_saved",
     "legacy_imported",
     "result_saved",

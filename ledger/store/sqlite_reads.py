@@ -30,6 +30,16 @@ _CHAIN_SELECT = (
 )
 
 
+#: The distinct kinds, each found by one lookup in the kind index.
+_DISTINCT_KINDS = (
+    "WITH RECURSIVE k(kind) AS ("
+    "SELECT MIN(kind) FROM events "
+    "UNION ALL "
+    "SELECT (SELECT MIN(kind) FROM events WHERE kind > k.kind) FROM k "
+    "WHERE k.kind IS NOT NULL"
+    ") SELECT kind FROM k"
+)
+
 class SQLiteReads:
     """The reads of one ``ledger.db`` connection (mixed into ``SQLiteStore``)."""
 
@@ -119,10 +129,16 @@ class SQLiteReads:
         return EventRow._make(row)
 
     def distinct_kinds(self) -> set[str]:
-        """Every kind stored in the log (cheap: read from the kind index)."""
+        """Every kind stored in the log (cheap: read from the kind index).
+
+        A skip scan: one index lookup per distinct kind, not one step per
+        event (P-8: an open costs the same at a million events).
+        """
         with self._guard("reading event kinds"):
             return {
-                row[0] for row in self._conn.execute("SELECT DISTINCT kind FROM events")
+                row[0]
+                for row in self._conn.execute(_DISTINCT_KINDS)
+                if row[0] is not None
             }
 
     def last_rows(self, count: int) -> list[EventRow]:
