@@ -32,6 +32,13 @@ from projections.state import RolloutState, RunState
 __all__ = ["build_plan", "read_materialized", "replan"]
 
 _ROW_DECODER = msgspec.json.Decoder(dict[str, Any])
+
+
+class _Row(msgspec.Struct):
+    """A row read to check that it is a JSON object, nothing of it kept."""
+
+
+_CHECK_DECODER = msgspec.json.Decoder(_Row)
 #: Materialized rows read per query where they are in a store (SC-2).
 _READ_CHUNK = 512
 
@@ -59,6 +66,9 @@ def read_materialized(
             found = reader.read_many([(name, r.offset, r.length) for r, _ in chunk])
             for (rollout, attempt), data in zip(chunk, found, strict=True):
                 try:
+                    if not keep:  # checked as the plan reads it, not built
+                        _CHECK_DECODER.decode(data or b"")
+                        continue
                     row = _ROW_DECODER.decode(data or b"")
                 except (msgspec.DecodeError, RecursionError) as exc:
                     where = ledger.files.describe(name)
@@ -73,8 +83,7 @@ def read_materialized(
                     stage = rollout.next_stage()
                     if stage is not None:
                         row["stage_index"] = stage
-                if keep:
-                    rows.append(row)
+                rows.append(row)
     return rows
 
 

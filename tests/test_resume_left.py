@@ -204,6 +204,7 @@ class _Spy:
         self.path, self.ranges = path.resolve(), list[tuple[int, int]]()
         real = open
         spy = self
+        fds: set[int] = set()
 
         class Tracked:
             def __init__(self, handle: Any) -> None:
@@ -218,19 +219,33 @@ class _Spy:
             def __getattr__(self, name: str) -> Any:
                 return getattr(self._handle, name)
 
+            def close(self) -> None:
+                fds.discard(self._handle.fileno())  # the number may be reused
+                self._handle.close()
+
             def __enter__(self) -> Tracked:
                 return self
 
             def __exit__(self, *exc: object) -> None:
-                self._handle.close()
+                self.close()
+
+        real_pread = os.pread
 
         def tracking(file: Any, *args: Any, **kwargs: Any) -> Any:
             handle = real(file, *args, **kwargs)
             if isinstance(file, str | Path) and Path(file).resolve() == spy.path:
+                fds.add(handle.fileno())
                 return Tracked(handle)
             return handle
 
+        def pread(fd: int, length: int, offset: int) -> bytes:
+            data = real_pread(fd, length, offset)
+            if fd in fds:
+                spy.ranges.append((offset, len(data)))
+            return data
+
         monkeypatch.setattr(files_module, "open", tracking, raising=False)
+        monkeypatch.setattr(os, "pread", pread)
 
 
 def test_p_8_a_resume_with_a_snapshot_reads_no_row_it_does_not_dispatch(

@@ -10,6 +10,7 @@ events locate rows in (``rollouts.jsonl``, ...).
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,8 +39,14 @@ class _FolderReader:
         handle = self._handles[file]
         if handle is None:
             return None
-        handle.seek(offset)
-        return handle.read(length)
+        # One positioned read: no seek, no buffer filled and thrown away (P-8).
+        data = os.pread(handle.fileno(), length, offset)
+        while len(data) < length:  # a short read: go on, up to the file's end
+            more = os.pread(handle.fileno(), length - len(data), offset + len(data))
+            if not more:
+                break
+            data += more
+        return data
 
     def read_many(self, places: Sequence[tuple[str, int, int]]) -> list[bytes | None]:
         return [self.read_at(file, offset, length) for file, offset, length in places]
