@@ -19,7 +19,8 @@ resume need not hash the whole file again while the file is untouched.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterable
 from pathlib import Path
 
 import msgspec
@@ -78,16 +79,21 @@ class AtHead(msgspec.Struct, array_like=True, frozen=True):
 
 
 class OpenSnapshot(msgspec.Struct, array_like=True):
-    """The state of what is left, and what the inputs were when last read whole."""
+    """The state of what is left, and what the inputs were when last read whole.
+
+    ``at_head`` is an encoded ``AtHead`` (msgpack ``nil`` for none), decoded
+    only by a ``status`` at the snapshot's seq: a resume never builds it.
+    """
 
     state: RunState
     inputs: InputsSeen | None = None
-    at_head: AtHead | None = None
+    at_head: msgspec.Raw = msgspec.Raw(b"\xc0")
 
 
 _DECODER = msgspec.msgpack.Decoder(OpenSnapshot)
 _ENCODER = msgspec.msgpack.Encoder()
 _SCORES = msgspec.msgpack.Decoder(list[tuple[int, float]])
+_AT_HEAD = msgspec.msgpack.Decoder(AtHead | None)
 _FIGURES = msgspec.msgpack.Decoder(Figures)
 
 
@@ -233,7 +239,8 @@ def save_open(
         [(t, r, d) for (t, r), d in kept.items() if d.value == "held"],
     )
     try:
-        encoded = _ENCODER.encode(OpenSnapshot(left, inputs, at_head))
+        raw = msgspec.Raw(_ENCODER.encode(at_head))
+        encoded = _ENCODER.encode(OpenSnapshot(left, inputs, raw))
     except OverflowError:  # a number over 64 bits from an old log: none (EV-14)
         return
     # One per run: the policy it was folded under is in the state (the key's
@@ -267,33 +274,40 @@ _NAMED = (
 )
 
 
-def tail_is_open(state: RunState, events: Sequence[ev.StoredEvent]) -> bool:
+def tail_is_open(state: RunState, events: Iterable[ev.StoredEvent]) -> bool:
     """Whether every event of ``events`` leaves ``state``'s settled rollouts be.
 
     An event naming a rollout ``state`` left out (or none it knows), or one
     that changes what every decision reads (the cap, the policy, the failure
     budget, a new run), means the caller must replay in full.
     """
+    return _open_tail(state, events) is not None
+
+
+def _open_tail(state: RunState, events: Iterable[ev.StoredEvent]) -> int | None:
+    """The last seq of ``events`` when ``tail_is_open`` (else ``None``)."""
     rollouts = state.rollouts
     admissions = dict(state.open_admissions)
+    last = state.as_of_seq
     for event in events:
+        last = event.seq
         kind, body = event.kind, event.body
         if kind in _NEUTRAL:
             continue
         if isinstance(body, _NAMED):
             task, index = body.task, body.rollout
             if index not in rollouts.get(task, {}):
-                return False
+                return None
             if isinstance(body, ev.JudgeAdmitted):
                 admissions[body.admission_id] = (task, index, body.attempt)
             continue
         if isinstance(body, ev.JudgeOutcomeSaved):
             key = admissions.pop(body.admission_id, None)
             if key is None or key[1] not in rollouts.get(key[0], {}):
-                return False
+                return None
             continue
-        return False
-    return True
+        return None
+    return last
 
 
 class Opened(msgspec.Struct):
@@ -301,7 +315,18 @@ class Opened(msgspec.Struct):
 
     state: RunState | None  # None: replay in full (the tail touches a settled one)
     inputs: InputsSeen | None
-    at_head: AtHead | None = None  # when no event followed the snapshot
+    #: When no event followed the snapshot: what status shows, still encoded.
+    head_figures: msgspec.Raw | None = None
+
+    @property
+    def at_head(self) -> AtHead | None:
+        """What ``status`` shows as of the head, when the snapshot is at it."""
+        if self.head_figures is None:
+            return None
+        try:
+            return _AT_HEAD.decode(self.head_figures)
+        except (msgspec.DecodeError, RecursionError):
+            return None  # EV-14: an optimization only
 
 
 def load_open(ledger: Ledger) -> Opened | None:
@@ -324,12 +349,16 @@ def load_open(ledger: Ledger) -> Opened | None:
     state = snapshot.state
     if state.as_of_seq != found[0] or state.settled is None:
         return None
-    tail = list(ledger.events(state.as_of_seq + 1))
-    if not tail:
-        return Opened(state, snapshot.inputs, snapshot.at_head)
-    if not tail_is_open(state, tail):
+    start = state.as_of_seq
+    # Checked, then folded, each as read: the tail is never held (P-8). The
+    # fold stops at the last event checked: a writer may append meanwhile.
+    last = _open_tail(state, ledger.events(start + 1))
+    if last is None:
         return Opened(None, snapshot.inputs)
-    fold_into(state, tail, policy_from_json(state.policy))
+    if last == start:
+        return Opened(state, snapshot.inputs, snapshot.at_head)
+    checked = itertools.takewhile(lambda e: e.seq <= last, ledger.events(start + 1))
+    fold_into(state, checked, policy_from_json(state.policy))
     return Opened(state, snapshot.inputs)
 
 
