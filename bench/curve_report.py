@@ -89,6 +89,14 @@ RATIOS: tuple[Ratio, ...] = (
 
 LIMITS: tuple[Limit, ...] = (
     Limit("resume --dry-run with a snapshot (P-8)", "resume-close", "seconds", 3, "s"),
+    Limit(
+        "resume --dry-run after a kill, half the plan done (P-8)",
+        "resume-kill",
+        "seconds",
+        3,
+        "s",
+    ),
+    Limit("resume, recording its release (P-8)", "resume-real", "seconds", 3, "s"),
     Limit("import, peak RSS (P-9)", "import", "peak_mib", 500, "MiB"),
     Limit("status with a snapshot", "status", "seconds", 1, "s"),
 )

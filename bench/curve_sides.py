@@ -82,6 +82,19 @@ def resume_closed(where: Where) -> CurvePoint:
     return _resume(where.run.closed, where)
 
 
+def resume_real(where: Where) -> CurvePoint:
+    """``resume`` (it records the release and publishes) after a clean close, on
+    a copy of the run's ledger (the copy not timed)."""
+    folder = where.scratch / f"resume-{where.round}"
+    out = linked_copy(where.run.closed, folder)
+    try:
+        done = run_cli(["resume", str(out), *config_args(where.tools)])
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    plan = next((x for x in done.stdout.splitlines() if x.startswith("plan:")), "")
+    return CurvePoint(done.wall_s, done.peak_mib, plan.removeprefix("plan: "))
+
+
 def status_closed(where: Where) -> CurvePoint:
     """``status OUT`` with the snapshot of the head."""
     done = run_cli(["status", str(where.run.closed)])
@@ -185,6 +198,11 @@ SIDES: tuple[CurveSide, ...] = (
         "resume-nosnap",
         "ours: resume --dry-run with no snapshot (worst case)",
         resume_nosnap,
+    ),
+    CurveSide(
+        "resume-real",
+        "ours: resume (recording its release) after a clean close",
+        resume_real,
     ),
     CurveSide("plan-kill", "ours: planning alone after a kill", plan_killed),
     CurveSide("plan-close", "ours: planning alone after a clean close", plan_closed),

@@ -111,7 +111,7 @@ LEDGER_INTERNALS: dict[str, tuple[frozenset[str], str]] = {
         "recorded for it (R-7)",
     ),
     "ledger.run.inputs_seen": (
-        frozenset({"InputsSeen", "before_read", "seen_now", "still_seen"}),
+        frozenset({"InputsSeen", "before_read", "same_file", "seen_now", "still_seen"}),
         "a resume trusts the inputs' digest while their file is untouched (P-8); "
         "the proof is the snapshot's, of no use to a caller",
     ),
