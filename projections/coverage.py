@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -26,7 +27,7 @@ __all__ = [
     "excluded_sidecar_lines",
 ]
 
-Decisions = dict[tuple[int, int], Decision]
+Decisions = Mapping[tuple[int, int], Decision]
 
 # REC-41: each decision's split, with every key present even at zero.
 _SPLITS = {
@@ -71,9 +72,10 @@ def excluded_sidecar_lines(state: RunState) -> int:
     return state.excluded_lines
 
 
-def _splits(decisions: Decisions) -> tuple[Counter[str], dict[str, dict[str, int]]]:
+def _splits(
+    pairs: Counter[tuple[str, str]],
+) -> tuple[Counter[str], dict[str, dict[str, int]]]:
     """Decisions per value, and per value the reasons of its split."""
-    pairs = Counter((d.value, d.reason) for d in decisions.values())
     values: Counter[str] = Counter()
     for (value, _), count in pairs.items():
         values[value] += count
@@ -93,6 +95,9 @@ class _Tally:
         self.reserved = self.outcomes = self.duplicates = self.superseded = 0
         self.counted = 0
         self.kinds: Counter[str] = Counter()
+        #: Decisions per (value, reason): each decision is read once (P-9:
+        #: decisions made a task at a time are made once per pass).
+        self.pairs: Counter[tuple[str, str]] = Counter()
 
     def add_task(self, state: RunState, task: int, decisions: Decisions) -> None:
         rollouts = state.rollouts[task]
@@ -101,6 +106,7 @@ class _Tally:
         for index, rollout in rollouts.items():
             decision = decisions[task, index]
             value = decision.value
+            self.pairs[value, decision.reason] += 1
             complete += value == "complete"
             done += value in ("complete", "omitted")
             if value != "complete" and decision.kind is not None:
@@ -165,10 +171,10 @@ def _safe_kinds(kinds: Counter[str]) -> dict[str, int]:
 def coverage(state: RunState, decisions: Decisions | None = None) -> Coverage:
     """REC-41: counts that add up to ``expected``, each split to its decision."""
     decisions = decide_all(state) if decisions is None else decisions
-    values, splits = _splits(decisions)
     tally = _Tally()
     for task in state.rollouts:
         tally.add_task(state, task, decisions)
+    values, splits = _splits(tally.pairs)
     return Coverage(
         as_of_seq=state.as_of_seq,
         expected=state.expected,

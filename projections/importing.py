@@ -27,6 +27,7 @@ from ledger import (
 )
 from ledger.events import StoredEvent
 from projections.coverage import Coverage, coverage
+from projections.decide import TaskDecisions
 from projections.publish import publish
 from projections.replay import replay
 from projections.state import RunState
@@ -159,6 +160,10 @@ def _import_and_publish(
     # repair and cut a torn last line the import skipped, and an import never
     # modifies a collector file (REC-70). The next writer's open does that.
     with Ledger.open(out) as reader:
+        # P-9: the log is folded in one streaming pass (the import keeps none
+        # of its events), and the rollouts are decided a task at a time: a
+        # dict of a million decisions would not fit beside their state.
         state = replay(reader)
-        publish(reader, state, lock=lock)
-    return ImportResult(report, state, coverage(state))
+        decisions = TaskDecisions(state)
+        publish(reader, state, decisions, lock=lock)
+    return ImportResult(report, state, coverage(state, decisions))

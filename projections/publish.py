@@ -7,6 +7,7 @@ its ``as_of_seq``), ``resume_drift.log`` (REC-53) and ``failure_budget.log``
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ledger import Ledger, Refused, RunLock
@@ -42,7 +43,7 @@ def budget_log(state: RunState) -> bytes:
 
 
 def rendered_files(
-    state: RunState, decisions: dict[tuple[int, int], Decision] | None = None
+    state: RunState, decisions: Mapping[tuple[int, int], Decision] | None = None
 ) -> dict[str, bytes | None]:
     """Every published file's bytes as the state projects them (``None``: absent)."""
     identity: Any = state.identity
@@ -58,7 +59,7 @@ def rendered_files(
 def publish(
     ledger: Ledger,
     state: RunState,
-    decisions: dict[tuple[int, int], Decision] | None = None,
+    decisions: Mapping[tuple[int, int], Decision] | None = None,
     *,
     lock: RunLock | None = None,
 ) -> None:
@@ -81,7 +82,7 @@ def publish(
 def stale_files(
     ledger: Ledger,
     state: RunState,
-    decisions: dict[tuple[int, int], Decision] | None = None,
+    decisions: Mapping[tuple[int, int], Decision] | None = None,
 ) -> tuple[str, ...]:
     """The published files ``publish`` would change: missing or other bytes.
 
