@@ -906,15 +906,17 @@ def test_cli_3_progress_on_a_terminal_only(
     import_run(
         out, dry_run=True, progress=lambda done, total: seen.append((done, total))
     )
-    # The materialized inputs count too: a million of them are gigabytes.
-    size = sum(
-        (tmp_path / name).stat().st_size
-        for name in (
-            "rollouts.jsonl",
-            "rollouts_failures.jsonl",
-            "rollouts_materialized_inputs.jsonl",
-        )
+    # The materialized inputs count too (a million of them are gigabytes), and
+    # the outcome rows twice: read, then appended to the log.
+    outcomes = (
+        out.stat().st_size + (tmp_path / "rollouts_failures.jsonl").stat().st_size
     )
+    size = (tmp_path / "rollouts_materialized_inputs.jsonl").stat().st_size
+    size += 2 * outcomes
+    assert seen[-1] == (size, size)
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)
+    seen.clear()
+    import_run(out, progress=lambda done, total: seen.append((done, total)))
     assert seen[-1] == (size, size)
     assert [done for done, _ in seen] == sorted(done for done, _ in seen)
 

@@ -155,7 +155,10 @@ def _import(
     _refuse_missing(paths)
     write = lock is not None
     source, copy = inputs_file(paths, options.inputs)
-    meter = Meter(options.progress, sum(map(_size, (source, *_outcome_files(paths)))))
+    outcomes = sum(map(_size, _outcome_files(paths)))
+    # Reading every file, then appending the outcome rows' events (as much work
+    # again as reading their files, for the progress bar).
+    meter = Meter(options.progress, _size(source) + 2 * outcomes)
     name = paths.relative(paths.materialized)
     materialized = read_materialized(source, name, advance=meter.advance)
     foreign = read_foreign_manifest(foreign_manifest_path(paths))
@@ -175,7 +178,7 @@ def _import(
         now = options.clock.now
         if write:
             copied = (source, paths.materialized) if copy else None
-            write_log(paths.db, first, spool, now, copy=copied)
+            write_log(paths.db, first, spool, now, copy=copied, share=(outcomes, meter))
             manifest.write(paths.manifest)  # ID-32: an imported run has no identity
             events: Sequence[StoredEvent] = RecordedEvents(
                 paths.out, first=1, count=len(first) + spool.count
@@ -183,6 +186,7 @@ def _import(
         else:
             events = would_be(first, spool, now)
         kinds = {kind: 1 for kind, _ in first} | spool.kinds
+    meter.finish()
     return ImportReport(
         out=str(paths.out),
         ledger_dir=str(paths.ledger_dir),

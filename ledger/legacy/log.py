@@ -17,6 +17,7 @@ from ledger.events import ZERO_HASH, StoredEvent, chain_hash, decode_body, encod
 from ledger.files import atomic_replace
 from ledger.identity.manifest import RunManifest
 from ledger.legacy.inputs import Materialized, chunks
+from ledger.legacy.reading import Meter
 from ledger.legacy.spool import EventSpool
 from ledger.policy.source import creation_policy
 from ledger.run.create import run_created_body
@@ -82,15 +83,26 @@ def write_log(
     now: Now,
     *,
     copy: tuple[Path, Path] | None = None,
+    share: tuple[int, Meter] | None = None,
 ) -> None:
-    """Copy ``--inputs`` (``copy``: from, to), then build ``db`` aside in batches."""
+    """Copy ``--inputs`` (``copy``: from, to), then build ``db`` aside in batches.
+
+    ``share``: the part of the meter's total the appends take, counted out
+    batch by batch.
+    """
     if copy is not None:
         # Before the database: an import killed in between leaves the same
         # inputs a second import accepts (they must be byte-identical).
         atomic_replace(copy[1], chunks(copy[0]))
     with built_aside(db, suffix=".importing") as store:
         store.append_many([NewEvent(kind, now(), ACTOR, body) for kind, body in first])
+        appended = counted = 0
         for batch in spool.batches(BATCH):
             store.append_many(
                 [NewEvent(kind, now(), ACTOR, body) for kind, body in batch]
             )
+            if share is not None:
+                appended += len(batch)
+                part = share[0] * appended // spool.count
+                share[1].advance(part - counted)
+                counted = part

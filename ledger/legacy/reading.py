@@ -188,7 +188,11 @@ def _misfit(row: Mapping[str, Any], run_id: str, *, sidecar: bool) -> str | None
 
 @dataclass
 class Meter:
-    """Bytes read of ``total``, reported to ``progress`` once per MiB and at the end."""
+    """Work done of ``total``, reported to ``progress`` once per MiB and at the end.
+
+    An import counts the bytes it reads, then as many again for the outcome
+    rows it appends to the log, so the bar moves while the log is written too.
+    """
 
     progress: Progress | None
     total: int
@@ -202,6 +206,11 @@ class Meter:
             or self.done >= self.total
         ):
             self.progress(self.done, self.total)
+
+    def finish(self) -> None:
+        """All done (what was left to count was skipped: rejected rows, a dry run)."""
+        if self.done < self.total:
+            self.advance(self.total - self.done)
 
 
 @dataclass
