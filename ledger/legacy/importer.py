@@ -106,8 +106,10 @@ def import_legacy_run(
     ``inputs`` is required when ``<stem>_materialized_inputs.jsonl`` is missing,
     and is copied there. Without ``lock`` the run lock is taken for the
     import's duration; ``dry_run`` takes none and writes nothing. ``progress``
-    is called with the bytes of the materialized inputs (or ``inputs``), the
-    sidecar and ``OUT`` read so far and in all.
+    is called with the work done so far and in all: the bytes of the
+    materialized inputs (or ``inputs``), the sidecar and ``OUT`` as they are
+    read, then the bytes of the outcome rows again as their events are
+    appended.
 
     On a run that has a ledger already, the rows appended to ``OUT`` and the
     sidecar since its last recorded row are adopted (REC-86); with nothing

@@ -11,6 +11,7 @@ nothing is left behind whatever happens to the process.
 
 from __future__ import annotations
 
+import contextlib
 import struct
 import tempfile
 from collections.abc import Iterator
@@ -97,8 +98,13 @@ class EventSpool:
                 yield decode_body(data)
 
     def close(self) -> None:
-        """Drop the spooled events (the file goes with its last descriptor)."""
-        self._file.close()
+        """Drop the spooled events (the file goes with its last descriptor).
+
+        What is still buffered is dropped too: a full disk that stopped the
+        import must not hide its own message behind a second error here.
+        """
+        with contextlib.suppress(OSError):
+            self._file.close()
 
     def __enter__(self) -> EventSpool:
         return self
