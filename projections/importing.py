@@ -164,6 +164,6 @@ def _import_and_publish(
         # of its events), and the rollouts are decided a task at a time: a
         # dict of a million decisions would not fit beside their state.
         state = replay(reader)
-        decisions = TaskDecisions(state)
-        publish(reader, state, decisions, lock=lock)
-    return ImportResult(report, state, coverage(state, decisions))
+        cover = coverage(state, TaskDecisions(state))
+        publish(reader, state, lock=lock, cover=cover)
+    return ImportResult(report, state, cover)

@@ -12,7 +12,7 @@ from typing import Any
 
 from ledger import Ledger, Refused, RunLock
 from ledger.files import canonical_json
-from projections.coverage import coverage
+from projections.coverage import Coverage, coverage
 from projections.decide import Decision
 from projections.state import RunState
 
@@ -43,14 +43,21 @@ def budget_log(state: RunState) -> bytes:
 
 
 def rendered_files(
-    state: RunState, decisions: Mapping[tuple[int, int], Decision] | None = None
+    state: RunState,
+    decisions: Mapping[tuple[int, int], Decision] | None = None,
+    *,
+    cover: Coverage | None = None,
 ) -> dict[str, bytes | None]:
-    """Every published file's bytes as the state projects them (``None``: absent)."""
+    """Every published file's bytes as the state projects them (``None``: absent).
+
+    ``cover``: the state's coverage when the caller has it already.
+    """
     identity: Any = state.identity
+    cover = coverage(state, decisions) if cover is None else cover
     return {
         "identity.json": None if identity is None else canonical_json(identity),
         "manifest.json": canonical_json(state.manifest),
-        "coverage.json": canonical_json(coverage(state, decisions).to_dict()),
+        "coverage.json": canonical_json(cover.to_dict()),
         "resume_drift.log": drift_log(state),
         "failure_budget.log": budget_log(state),
     }
@@ -62,11 +69,13 @@ def publish(
     decisions: Mapping[tuple[int, int], Decision] | None = None,
     *,
     lock: RunLock | None = None,
+    cover: Coverage | None = None,
 ) -> None:
     """Rewrite the published files from ``state`` (a writer's job, never a reader's).
 
     ``lock`` lets a caller that holds the run lock publish through a reader
-    ledger (an import must not run a writer's EV-12 repair, REC-70).
+    ledger (an import must not run a writer's EV-12 repair, REC-70); ``cover``
+    is the state's coverage when the caller has it already.
     """
     held = lock is not None and lock.held and lock.target == ledger.target
     if not ledger.writable and not held:
@@ -74,7 +83,7 @@ def publish(
     # ID-32: the identity first, so a crash between the two leaves a pair whose
     # digests disagree, which ID-33 ignores.
     # The JSON files are canonical_json, the bytes publish_json writes (EV-31).
-    for name, data in rendered_files(state, decisions).items():
+    for name, data in rendered_files(state, decisions, cover=cover).items():
         if data is not None:
             ledger.files.publish(name, data)
 
