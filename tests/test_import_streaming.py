@@ -75,31 +75,39 @@ def test_p_9_import_appends_in_bounded_batches(
     assert report.events[-1].kind == "result_saved"
 
 
-def _held_by_import(folder: Path, tasks: int) -> int:
-    """The most memory ``import_legacy_run`` held at once, in bytes (tracemalloc)."""
+def _held_by_import(folder: Path, tasks: int, *, dry_run: bool) -> int:
+    """The most memory ``import_legacy_run`` held at once, in bytes (tracemalloc).
+
+    A dry run's report (its events) is kept while the peak is read.
+    """
     out = _run(folder, tasks)
     tracemalloc.start()
     try:
         with RunLock(out) as lock:
             tracemalloc.reset_peak()
             before = tracemalloc.get_traced_memory()[0]
-            import_legacy_run(out, lock=lock)
+            report = import_legacy_run(
+                out, lock=None if dry_run else lock, dry_run=dry_run
+            )
+            assert len(report.events) == 2 + 4 * tasks
             return tracemalloc.get_traced_memory()[1] - before
     finally:
         tracemalloc.stop()
 
 
+@pytest.mark.parametrize("dry_run", [False, True])
 def test_p_9_import_holds_no_event_per_row(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dry_run: bool
 ) -> None:
     # 4,000 more rollouts, 8,000 more outcome rows: an import that held its
     # events (~1-2 KB each as bodies, encodings and stored rows) grew by
     # megabytes; one that streams grows by the index entry and key of each
-    # input row (batches of 100 events are all it holds of the rest).
+    # input row (batches of 100 events are all it holds of the rest; a dry
+    # run keeps its events in a temporary file, and their offsets).
     monkeypatch.setattr(legacy_log, "BATCH", 100)
-    _held_by_import(tmp_path / "first", tasks=50)  # caches and lazy imports
-    small = _held_by_import(tmp_path / "small", tasks=500)
-    large = _held_by_import(tmp_path / "large", tasks=2500)
+    _held_by_import(tmp_path / "first", tasks=50, dry_run=dry_run)  # lazy imports
+    small = _held_by_import(tmp_path / "small", tasks=500, dry_run=dry_run)
+    large = _held_by_import(tmp_path / "large", tasks=2500, dry_run=dry_run)
     assert large - small < 4000 * 500  # ~200 bytes a rollout; holding: ~1,500
 
 
@@ -145,3 +153,18 @@ def test_p_9_replay_of_an_import_is_the_fold_of_its_events(tmp_path: Path) -> No
         streamed = replay(reader, use_snapshot=False)
         folded = replay(list(reader.events()))
     assert msgspec.msgpack.encode(streamed) == msgspec.msgpack.encode(folded)
+
+
+def test_p_9_dry_run_shows_the_events_the_import_records(tmp_path: Path) -> None:
+    dry = import_run(_run(tmp_path / "dry", tasks=3), dry_run=True)
+    real = import_run(_run(tmp_path / "real", tasks=3))
+    assert not (tmp_path / "dry" / "rollouts_ledger").exists()
+    assert len(dry.report.events) == len(real.report.events) == 14
+    assert [(e.seq, e.kind) for e in dry.report.events] == [
+        (e.seq, e.kind) for e in real.report.events
+    ]
+    assert [e.body for e in dry.report.events[2:]] == [
+        e.body for e in real.report.events[2:]
+    ]
+    assert dry.report.events[-1].hash == list(dry.report.events)[-1].hash
+    assert dry.coverage.decisions == real.coverage.decisions

@@ -8,7 +8,8 @@ a database aside and renamed into place, so an import killed at any instant
 leaves no half run. It streams (P-9): every file is read line by line, the
 outcome events are spooled to a nameless temporary file until
 ``legacy_imported`` can be written, then appended in batches, and the report
-reads the events back from the log when asked for them. Collector files and
+reads the events back from the log when asked for them (a dry run, from a
+nameless temporary file that holds the log it would write). Collector files and
 other tools' files are only read; the one file written outside the ledger
 folder is the copy of ``--inputs`` when the run has no materialized inputs.
 The published projections (coverage) are the caller's to write:
@@ -64,8 +65,9 @@ class ImportReport(msgspec.Struct, frozen=True, kw_only=True):
 
     ``events`` are the events as stored (or as they would be), in ``seq``
     order: an import reads them back from the log it wrote when they are
-    iterated or indexed (P-9), a dry run holds them; ``kinds`` counts them
-    per kind, in the order each kind first comes; ``rows_read`` counts the
+    iterated or indexed (P-9), a dry run from the nameless temporary file it
+    chained them in (a log ``projections.replay`` folds); ``kinds`` counts
+    them per kind, in the order each kind first comes; ``rows_read`` counts the
     lines of the sidecar and ``OUT``, each of which was imported or rejected
     (blank lines are rejections that never fail an import); ``inputs_copied``
     says ``--inputs`` became the run's materialized inputs. On a run that has

@@ -13,18 +13,18 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 from pathlib import Path
 
-from ledger.events import ZERO_HASH, StoredEvent, chain_hash, decode_body, encode_body
+from ledger.events import encode_body
 from ledger.files import atomic_replace
 from ledger.identity.manifest import RunManifest
 from ledger.legacy.inputs import Materialized, chunks
 from ledger.legacy.reading import Meter
 from ledger.legacy.spool import EventSpool
+from ledger.legacy.would_be import WouldBeLog
 from ledger.policy.source import creation_policy
 from ledger.run.create import run_created_body
 from ledger.store.built_aside import built_aside
-from ledger.store.decode import stored_from_row
 from ledger.store.materialize import MaterializedInputs
-from ledger.store.port import EventRow, NewEvent
+from ledger.store.port import NewEvent
 
 __all__ = ["ACTOR", "BATCH", "run_created_bytes", "would_be", "write_log"]
 
@@ -62,18 +62,9 @@ def _spooled(spool: EventSpool) -> Iterator[Encoded]:
         yield from batch
 
 
-def would_be(
-    first: Iterable[Encoded], spool: EventSpool, now: Now
-) -> tuple[StoredEvent, ...]:
-    """The events a dry run would record, chained as the store would (EV-2)."""
-    stored, prev = [], ZERO_HASH
-    for seq, (kind, data) in enumerate(chain(first, _spooled(spool)), start=1):
-        event = NewEvent(kind, now(), ACTOR, data)
-        digest = chain_hash(prev, seq, *event)
-        row = EventRow(seq, *event, prev, digest)
-        stored.append(stored_from_row(row, decode_body(data)))
-        prev = digest
-    return tuple(stored)
+def would_be(first: Iterable[Encoded], spool: EventSpool, now: Now) -> WouldBeLog:
+    """The log a dry run would record, chained as the store would (EV-2)."""
+    return WouldBeLog(chain(first, _spooled(spool)), now, ACTOR)
 
 
 def write_log(
