@@ -189,10 +189,7 @@ def _progress_bar(*, quiet: bool) -> Iterator[Callable[[int, int], None] | None]
 
 
 def _kinds(result: ImportResult) -> dict[str, int]:
-    kinds: dict[str, int] = {}
-    for event in result.report.events:
-        kinds[event.kind] = kinds.get(event.kind, 0) + 1
-    return kinds
+    return result.report.kinds
 
 
 def _document(result: ImportResult) -> dict[str, Any]:

@@ -25,6 +25,7 @@ __all__ = [
     "ResultSavedLocation",
     "ResultSavedRawFacts",
     "RunCreatedPolicy",
+    "RunCreatedRawIndex",
 ]
 
 
@@ -32,6 +33,36 @@ class RunCreatedPolicy(msgspec.Struct, tag_field="kind", tag="run_created"):
     """``run_created`` for the policy read: its policy, not its index."""
 
     policy: dict[str, Any] = {}
+
+
+def _raw_index_view() -> type[msgspec.Struct]:
+    """``run_created`` whole but for its index, left as bytes: derived, never
+    written twice, so a field added to the event is read here too."""
+    fields: list[Any] = []
+    for field in msgspec.structs.fields(ev.RunCreated):
+        kind = msgspec.Raw if field.name == "index" else field.type
+        if field.default is not msgspec.NODEFAULT:
+            fields.append((field.name, kind, field.default))
+        elif field.default_factory is not msgspec.NODEFAULT:
+            factory = field.default_factory
+            fields.append((field.name, kind, msgspec.field(default_factory=factory)))
+        else:
+            fields.append((field.name, kind))
+    return msgspec.defstruct(
+        "RunCreatedRawIndex",
+        fields,
+        tag_field="kind",
+        tag="run_created",
+        kw_only=True,
+        frozen=True,
+        module=__name__,
+    )
+
+
+#: ``run_created`` for replay's first step (P-3, P-9): its index, one entry per
+#: rollout, is decoded an entry at a time as the fold takes it, never held as
+#: a million tuples beside the state built from them.
+RunCreatedRawIndex = _raw_index_view()
 
 
 class ResultSavedRawFacts(
@@ -84,6 +115,7 @@ class JudgeOutcomeLocation(msgspec.Struct, tag_field="kind", tag="judge_outcome_
 #: Each view and the event it reads part of.
 VIEWS: dict[type[msgspec.Struct], type[ev.Event]] = {
     RunCreatedPolicy: ev.RunCreated,
+    RunCreatedRawIndex: ev.RunCreated,
     ResultSavedRawFacts: ev.ResultSaved,
     FailureSavedRawFacts: ev.FailureSaved,
     ResultSavedLocation: ev.ResultSaved,

@@ -14,6 +14,7 @@ import math
 import os
 import secrets
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
@@ -151,8 +152,10 @@ def _remove_quietly(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-def atomic_replace(path: Path | str, data: bytes, mode: int | None = None) -> None:
-    """Replace ``path`` with ``data`` atomically (EV-30).
+def atomic_replace(
+    path: Path | str, data: bytes | Iterable[bytes], mode: int | None = None
+) -> None:
+    """Replace ``path`` with ``data`` (bytes, or chunks of them) atomically (EV-30).
 
     Raises:
         StorageError: the write failed; the original file is untouched and the
@@ -166,10 +169,11 @@ def atomic_replace(path: Path | str, data: bytes, mode: int | None = None) -> No
         # EV-30: exclusive create, so a stale temporary file is never reused.
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
+            for chunk in (data,) if isinstance(data, bytes) else data:
+                view = memoryview(chunk)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
             os.fsync(fd)
             os.fchmod(fd, final_mode)
         finally:

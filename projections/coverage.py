@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -34,7 +35,7 @@ __all__ = [
     "excluded_sidecar_lines",
 ]
 
-Decisions = dict[tuple[int, int], Decision]
+Decisions = Mapping[tuple[int, int], Decision]
 
 # REC-41: each decision's split, with every key present even at zero.
 _SPLITS = {
@@ -80,14 +81,9 @@ def excluded_sidecar_lines(state: RunState) -> int:
 
 
 def _splits(
-    decisions: Decisions, settled: Settled | None
+    pairs: Counter[tuple[str, str]],
 ) -> tuple[Counter[str], dict[str, dict[str, int]]]:
     """Decisions per value, and per value the reasons of its split."""
-    pairs = Counter((d.value, d.reason) for d in decisions.values())
-    if settled is not None:  # P-8: the rollouts a state leaves out
-        for value, reasons in settled.decisions.items():
-            for reason, count in reasons.items():
-                pairs[value, reason] += count
     values: Counter[str] = Counter()
     for (value, _), count in pairs.items():
         values[value] += count
@@ -111,8 +107,14 @@ class Tally:
         self.reserved = self.outcomes = self.duplicates = self.superseded = 0
         self.counted = 0
         self.kinds: Counter[str] = Counter()
+        #: Decisions per (value, reason): each decision is read once (P-9:
+        #: decisions made a task at a time are made once per pass).
+        self.pairs: Counter[tuple[str, str]] = Counter()
         self.base: dict[int, tuple[int, int, int]] = {}
-        if settled is not None:
+        if settled is not None:  # P-8: the rollouts a state leaves out
+            for value, reasons in settled.decisions.items():
+                for reason, count in reasons.items():
+                    self.pairs[value, reason] += count
             for name, count in settled.tasks.items():
                 self.tasks[name] += count
             self.masked, self.suspect = settled.masked, settled.suspect
@@ -130,6 +132,7 @@ class Tally:
         for index, rollout in rollouts.items():
             decision = decisions[task, index]
             value = decision.value
+            self.pairs[value, decision.reason] += 1
             complete += value == "complete"
             done += value in ("complete", "omitted")
             self.add_kind(decision)
@@ -202,10 +205,10 @@ def _safe_kinds(kinds: Counter[str]) -> dict[str, int]:
 def coverage(state: RunState, decisions: Decisions | None = None) -> Coverage:
     """REC-41: counts that add up to ``expected``, each split to its decision."""
     decisions = decide_all(state) if decisions is None else decisions
-    values, splits = _splits(decisions, state.settled)
     tally = Tally(state.settled)
     for task in state.rollouts:
         tally.add_task(state, task, decisions)
+    values, splits = _splits(tally.pairs)
     return Coverage(
         as_of_seq=state.as_of_seq,
         expected=state.expected,

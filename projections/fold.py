@@ -117,6 +117,10 @@ class FoldStep:
     # -- run and manifest ----------------------------------------------------
 
     def _run_created(self, body: ev.RunCreated, seq: int, at: str) -> None:
+        self.run_created(body, body.index)
+
+    def run_created(self, body: Any, index: Iterable[ev.IndexEntry]) -> None:
+        """Fold ``run_created``: ``body``'s manifest fields, ``index`` its entries."""
         state = self.state
         state.run_id = body.run_id
         state.manifest = {
@@ -128,7 +132,7 @@ class FoldStep:
         state.max_rollout_attempts = min(body.max_rollout_attempts, MAX_ATTEMPTS)
         lengths: dict[int, int] = {}  # rows repeat lengths: one int object each
         for line, (task, rollout, offset, length, agent, rollout_id) in enumerate(
-            body.index, start=1
+            index, start=1
         ):
             extras = None if rollout_id is None else RolloutExtras(rollout_id)
             state.rollouts.setdefault(task, {})[rollout] = RolloutState(

@@ -2,7 +2,8 @@
 
 ``ledger.import_legacy_run`` writes the log; this module replays it, writes the
 published files under the run lock and returns the coverage. With
-``dry_run`` the would-be events are folded in memory and nothing is written.
+``dry_run`` the would-be log is folded as a ledger's is, and nothing is
+written.
 ``import_into_store`` loads a file-based run into a run in a store (SC-2),
 importing it beside its files first when it was saved without a ledger.
 """
@@ -27,8 +28,9 @@ from ledger import (
 )
 from ledger.events import StoredEvent
 from projections.coverage import Coverage, coverage
+from projections.decide import TaskDecisions
 from projections.publish import publish
-from projections.replay import replay
+from projections.replay import StoredLog, replay
 from projections.state import RunState
 
 __all__ = ["ImportResult", "StoreImport", "import_into_store", "import_run"]
@@ -58,7 +60,7 @@ def import_run(out: Path | str, **options: Any) -> ImportResult:
     if options.get("dry_run"):
         report = import_legacy_run(out, **options)
         state = replay(_would_be(out, report))
-        return ImportResult(report, state, coverage(state))
+        return ImportResult(report, state, coverage(state, TaskDecisions(state)))
     lock = options.pop("lock", None)
     if lock is not None:
         return _import_and_publish(out, lock, options)
@@ -143,10 +145,15 @@ def _to_import(source: Path | str) -> bool:
         return bool(reader.waiting())
 
 
-def _would_be(out: Path | str, report: ImportReport) -> list[StoredEvent]:
-    """The whole log a dry run's events would extend (only an adoption's do)."""
+def _would_be(out: Path | str, report: ImportReport) -> StoredLog | list[StoredEvent]:
+    """The whole log a dry run's events would extend (only an adoption's do).
+
+    A dry run of an import gives a log replay reads as it reads a ledger's,
+    without holding its events (P-9).
+    """
     if not report.adopting:
-        return list(report.events)
+        events = report.events
+        return events if isinstance(events, StoredLog) else list(events)
     with Ledger.open(out) as reader:
         return [*reader.events(), *report.events]
 
@@ -159,6 +166,10 @@ def _import_and_publish(
     # repair and cut a torn last line the import skipped, and an import never
     # modifies a collector file (REC-70). The next writer's open does that.
     with Ledger.open(out) as reader:
+        # P-9: the log is folded in one streaming pass (the import keeps none
+        # of its events), and the rollouts are decided a task at a time: a
+        # dict of a million decisions would not fit beside their state.
         state = replay(reader)
-        publish(reader, state, lock=lock)
-    return ImportResult(report, state, coverage(state))
+        cover = coverage(state, TaskDecisions(state))
+        publish(reader, state, lock=lock, cover=cover)
+    return ImportResult(report, state, cover)

@@ -7,6 +7,7 @@ its ``as_of_seq``), ``resume_drift.log`` (REC-53) and ``failure_budget.log``
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ledger import Ledger, Refused, RunLock
@@ -43,20 +44,20 @@ def budget_log(state: RunState) -> bytes:
 
 def rendered_files(
     state: RunState,
-    decisions: dict[tuple[int, int], Decision] | None = None,
+    decisions: Mapping[tuple[int, int], Decision] | None = None,
     *,
-    covered: Coverage | None = None,
+    cover: Coverage | None = None,
 ) -> dict[str, bytes | None]:
     """Every published file's bytes as the state projects them (``None``: absent).
 
-    ``covered``: the state's coverage, when the caller made it already.
+    ``cover``: the state's coverage when the caller has it already.
     """
     identity: Any = state.identity
-    covered = covered or coverage(state, decisions)
+    cover = coverage(state, decisions) if cover is None else cover
     return {
         "identity.json": None if identity is None else canonical_json(identity),
         "manifest.json": canonical_json(state.manifest),
-        "coverage.json": canonical_json(covered.to_dict()),
+        "coverage.json": canonical_json(cover.to_dict()),
         "resume_drift.log": drift_log(state),
         "failure_budget.log": budget_log(state),
     }
@@ -65,15 +66,16 @@ def rendered_files(
 def publish(
     ledger: Ledger,
     state: RunState,
-    decisions: dict[tuple[int, int], Decision] | None = None,
+    decisions: Mapping[tuple[int, int], Decision] | None = None,
     *,
     lock: RunLock | None = None,
-    covered: Coverage | None = None,
+    cover: Coverage | None = None,
 ) -> None:
     """Rewrite the published files from ``state`` (a writer's job, never a reader's).
 
     ``lock`` lets a caller that holds the run lock publish through a reader
-    ledger (an import must not run a writer's EV-12 repair, REC-70).
+    ledger (an import must not run a writer's EV-12 repair, REC-70); ``cover``
+    is the state's coverage when the caller has it already.
     """
     held = lock is not None and lock.held and lock.target == ledger.target
     if not ledger.writable and not held:
@@ -81,7 +83,7 @@ def publish(
     # ID-32: the identity first, so a crash between the two leaves a pair whose
     # digests disagree, which ID-33 ignores.
     # The JSON files are canonical_json, the bytes publish_json writes (EV-31).
-    for name, data in rendered_files(state, decisions, covered=covered).items():
+    for name, data in rendered_files(state, decisions, cover=cover).items():
         if data is not None:
             ledger.files.publish(name, data)
 
@@ -89,7 +91,7 @@ def publish(
 def stale_files(
     ledger: Ledger,
     state: RunState,
-    decisions: dict[tuple[int, int], Decision] | None = None,
+    decisions: Mapping[tuple[int, int], Decision] | None = None,
 ) -> tuple[str, ...]:
     """The published files ``publish`` would change: missing or other bytes.
 

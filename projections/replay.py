@@ -15,20 +15,20 @@ distinct bytes (``projections.fold_rows``), the garbage collector paused.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
 from ledger import events as ev
 from ledger.errors import CorruptLedger
-from ledger.event_views import RunCreatedPolicy
+from ledger.event_views import RunCreatedPolicy, RunCreatedRawIndex
 from ledger.policy.log import policy_from_events
 from ledger.policy.model import RecoveryPolicy
 from ledger.store.decode import decode_row
 from ledger.store.port import EventRow
 from projections.bulk import gc_paused
 from projections.fold import FoldStep, fold_events
-from projections.fold_rows import FAST_DECODER, FoldRow, RowFold
+from projections.fold_rows import FoldRow, RowFold
 from projections.snapshot import load_snapshot, save_snapshot
 from projections.state import RunState
 
@@ -123,6 +123,10 @@ def _read(
     policy = policy_override or head_policy(log)
     if state is None and use_snapshot and policy_override is None:
         state = load_snapshot(log, policy)
+        if state is None:  # no snapshot: from seq 1, the index an entry at a time
+            started = _replay_from_start(log)
+            if started is not None:
+                return started
     from_seq = 1 if state is None else state.as_of_seq + 1
     with gc_paused():
         folded = state if state is not None else RunState()
@@ -200,27 +204,43 @@ def _replay_from_start(log: StoredLog) -> RunState | None:
 
     Its body (one index entry per rollout, megabytes) gives both the head
     policy and the fold's first step; a separate policy read would fetch it
-    twice. ``None`` when the first row is not a ``run_created`` that decodes:
-    the caller then replays as usual, which raises what it always raised.
+    twice. Its index is decoded an entry at a time as the fold takes it: a
+    million entries as tuples (~250 MiB) would sit beside the state built
+    from them (P-9). ``None`` when the first row is not a ``run_created``
+    that decodes: the caller then replays as usual, which raises what it
+    always raised.
     """
     first = next(iter(log.raw_events_at([1])), None)
     if first is None or first.kind != "run_created":
         return None
     try:
-        body = FAST_DECODER.decode(first.body)
+        body = _RAW_INDEX.decode(first.body)
+        index = _entries(body.index)
     except (msgspec.DecodeError, RecursionError):
         return None
     first_hash = bytes(first.hash)
     del first  # megabytes: nothing of them is kept (P-3's peak RSS)
-    if type(body) is not ev.RunCreated:
-        return None
+    carrier = msgspec.structs.replace(_CARRIER, policy=body.policy)
     later = log.raw_events(2, kinds=_POLICY_KINDS)
-    policy = _policy_of_rows(later, [body], log.where)
+    policy = _policy_of_rows(later, [carrier], log.where)
     with gc_paused():
         folded = RunState(policy=policy.to_json_dict())
         step = RowFold(folded, policy)
-        step.handle("run_created", body, 1, "")
-        del body  # the decoded index: the state keeps what it needs of it
+        try:
+            step.run_created(body, map(_ENTRY.decode, index))
+        except (msgspec.DecodeError, RecursionError):
+            return None
+        del body, index  # the index: the state keeps what it needs of it
         last = _fold_tail(step, log, 2) or 1
     step.at(last, first_hash if last == 1 else _hash_at(log, last))
     return folded
+
+
+_RAW_INDEX: msgspec.json.Decoder[Any] = msgspec.json.Decoder(RunCreatedRawIndex)
+_RAW_ENTRIES = msgspec.json.Decoder(list[msgspec.Raw])
+_ENTRY = msgspec.json.Decoder(ev.IndexEntry)
+
+
+def _entries(index: msgspec.Raw | tuple[()]) -> list[msgspec.Raw]:
+    """The index's entries, each left as bytes (``()``: a body without one)."""
+    return _RAW_ENTRIES.decode(index) if isinstance(index, msgspec.Raw) else []

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     import ledger.identity.normalize as identity_normalize
     import ledger.identity.registries as registries
     import ledger.legacy.importer as legacy_importer
+    import ledger.legacy.log as legacy_log
     import ledger.rows.rules as rules
     import ledger.run.inputs_seen as inputs_seen_module
     import ledger.store.built_aside as built_aside
@@ -135,6 +136,7 @@ if TYPE_CHECKING:
     from ledger.store.port import EventRow, NewEvent, NewRow
     from ledger.store.sqlite import SCHEMA_VERSION, SQLiteStore
     from projections.classify import BRANCHES, classify
+    from projections.decide import TaskDecisions
     from projections.fold import (
         HANDLERS,
         IGNORED_KINDS,
@@ -212,6 +214,7 @@ __all__ = [
     "RunPaths",
     "RunUrl",
     "SQLiteStore",
+    "TaskDecisions",
     "WriteIndex",
     "_progress_bar",
     "acquire_run_lock",
@@ -255,6 +258,7 @@ __all__ = [
     "key_tables",
     "kind_info",
     "legacy_importer",
+    "legacy_log",
     "legacy_read_materialized",
     "load_global_config",
     "load_open",

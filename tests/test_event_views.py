@@ -67,7 +67,7 @@ def test_every_partial_decoder_of_an_event_is_a_listed_view() -> None:
         and issubclass(value, msgspec.Struct)
         and mi.type_info(value).tag is not None  # type: ignore[attr-defined]
     ]
-    assert len(tagged) == len(VIEWS) == 6
+    assert len(tagged) == len(VIEWS) == 7
     assert set(tagged) == set(VIEWS)
 
 

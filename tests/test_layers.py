@@ -92,6 +92,7 @@ LEDGER_INTERNALS: dict[str, tuple[frozenset[str], str]] = {
                 "ResultSavedLocation",
                 "ResultSavedRawFacts",
                 "RunCreatedPolicy",
+                "RunCreatedRawIndex",
             }
         ),
         "the partial decoders replay's fast path reads events with, each a "

@@ -354,7 +354,7 @@ def test_rec_70_a_failed_rename_leaves_no_half_run(
 _KILLED_IMPORT = """
 import os, signal, sys
 from tests.internals import SQLiteStore, built_aside
-from tests.internals import legacy_importer as legacy
+from tests.internals import legacy_log as legacy
 from projections import import_run
 
 def killed_after(step):
@@ -906,8 +906,19 @@ def test_cli_3_progress_on_a_terminal_only(
     import_run(
         out, dry_run=True, progress=lambda done, total: seen.append((done, total))
     )
-    size = out.stat().st_size + (tmp_path / "rollouts_failures.jsonl").stat().st_size
+    # The materialized inputs count too (a million of them are gigabytes), and
+    # the outcome rows twice: read, then appended to the log.
+    outcomes = (
+        out.stat().st_size + (tmp_path / "rollouts_failures.jsonl").stat().st_size
+    )
+    size = (tmp_path / "rollouts_materialized_inputs.jsonl").stat().st_size
+    size += 2 * outcomes
     assert seen[-1] == (size, size)
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)
+    seen.clear()
+    import_run(out, progress=lambda done, total: seen.append((done, total)))
+    assert seen[-1] == (size, size)
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

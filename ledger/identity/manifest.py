@@ -190,6 +190,7 @@ class RunManifest(BaseModel):
         rows: Iterable[Mapping[str, Any]],
         *,
         materialized_bytes: bytes | None = None,
+        materialized_sha256: str | None = None,
         run_id: str | None = None,
         config_digest: str | None = None,
         max_rollout_attempts: int | None = None,
@@ -197,17 +198,20 @@ class RunManifest(BaseModel):
     ) -> Self:
         """The manifest of a run saved without one (ID-34).
 
-        ``materialized_bytes`` are the existing file's bytes; without them the
+        ``materialized_bytes`` are the existing file's bytes, or
+        ``materialized_sha256`` their digest, taken as the file was read (an
+        import of a million rows never holds them, P-9); without either the
         digest is taken over the rows as ``create`` would write them. A foreign
         ``run_id`` and ``config_digest`` are kept (REC-73); else a new id and
         ``"unverified"``. It has no identity.
         """
         clock = clock or Clock()
-        digest = (
-            materialized_digest(rows)
-            if materialized_bytes is None
-            else hashlib.sha256(materialized_bytes).hexdigest()
-        )
+        if materialized_sha256 is not None:
+            digest = materialized_sha256
+        elif materialized_bytes is not None:
+            digest = hashlib.sha256(materialized_bytes).hexdigest()
+        else:
+            digest = materialized_digest(rows)
         return cls(
             run_id=run_id if run_id is not None else uuid.UUID(clock.new_id()).hex,
             created_at=clock.now(),

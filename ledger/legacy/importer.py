@@ -5,10 +5,15 @@ and a NeMo Gym manifest. ``import_legacy_run`` reads them, in that order and
 each in file order, and writes ``<stem>_ledger/``: ``run_created``,
 ``legacy_imported`` and one outcome event per row (actor ``import``), built in
 a database aside and renamed into place, so an import killed at any instant
-leaves no half run. Collector files and other tools' files are only read; the
-one file written outside the ledger folder is the copy of ``--inputs`` when
-the run has no materialized inputs. The published projections (coverage) are
-the caller's to write: ``projections.import_run`` does both.
+leaves no half run. It streams (P-9): every file is read line by line, the
+outcome events are spooled to a nameless temporary file until
+``legacy_imported`` can be written, then appended in batches, and the report
+reads the events back from the log when asked for them (a dry run, from a
+nameless temporary file that holds the log it would write). Collector files and
+other tools' files are only read; the one file written outside the ledger
+folder is the copy of ``--inputs`` when the run has no materialized inputs.
+The published projections (coverage) are the caller's to write:
+``projections.import_run`` does both.
 """
 
 from __future__ import annotations
@@ -29,53 +34,46 @@ from ledger.errors import (
     RowError,
 )
 from ledger.events import (
-    ZERO_HASH,
-    Event,
     LegacyImported,
     LegacyRejection,
     LegacySource,
     StoredEvent,
-    chain_hash,
     encode_body,
-    kind_of,
 )
-from ledger.files import atomic_replace, read_regular
 from ledger.identity.credentials import credential_safe
 from ledger.identity.manifest import RunManifest
 from ledger.legacy.adopt import AdoptedRows, adopt
-from ledger.legacy.inputs import Materialized, read_materialized
+from ledger.legacy.inputs import Materialized, inputs_file, read_materialized
+from ledger.legacy.log import run_created_bytes, would_be, write_log
 from ledger.legacy.manifest import (
     ForeignManifest,
     foreign_manifest_path,
     read_foreign_manifest,
 )
-from ledger.legacy.reading import OutcomeReader, Progress, listing
+from ledger.legacy.reading import Meter, OutcomeReader, Progress, listing
+from ledger.legacy.recorded import RecordedEvents
+from ledger.legacy.spool import EventSpool
 from ledger.paths import RunPaths
-from ledger.policy.source import creation_policy
-from ledger.run.create import run_created_body
 from ledger.run.lock import RunLock
-from ledger.store.built_aside import built_aside
-from ledger.store.decode import stored_from_row
-from ledger.store.materialize import MaterializedInputs
-from ledger.store.port import EventRow, NewEvent
 from ledger.validation import field_problems
 
 __all__ = ["AdoptedRows", "ImportReport", "import_legacy_run"]
-
-ACTOR = "import"
 
 
 class ImportReport(msgspec.Struct, frozen=True, kw_only=True):
     """What an import recorded or, with ``dry_run``, would record (REC-70, REC-74).
 
     ``events`` are the events as stored (or as they would be), in ``seq``
-    order; ``rows_read`` counts the lines of the sidecar and ``OUT``, each of
-    which was imported or rejected (blank lines are rejections that never fail
-    an import); ``inputs_copied`` says ``--inputs`` became the run's
-    materialized inputs. On a run that has a ledger (REC-86) ``adopting`` is
-    set, ``adopted`` says per file which rows were adopted (or would be),
-    ``events`` are their outcome events only, and ``rows_read`` counts the
-    lines past the recorded ends.
+    order: an import reads them back from the log it wrote when they are
+    iterated or indexed (P-9), a dry run from the nameless temporary file it
+    chained them in (a log ``projections.replay`` folds); ``kinds`` counts
+    them per kind, in the order each kind first comes; ``rows_read`` counts the
+    lines of the sidecar and ``OUT``, each of which was imported or rejected
+    (blank lines are rejections that never fail an import); ``inputs_copied``
+    says ``--inputs`` became the run's materialized inputs. On a run that has
+    a ledger (REC-86) ``adopting`` is set, ``adopted`` says per file which
+    rows were adopted (or would be), ``events`` are their outcome events only,
+    and ``rows_read`` counts the lines past the recorded ends.
     """
 
     out: str
@@ -89,9 +87,10 @@ class ImportReport(msgspec.Struct, frozen=True, kw_only=True):
     rows_rejected: int
     rejections: tuple[LegacyRejection, ...]
     foreign_manifest: dict[str, Any] | None
-    events: tuple[StoredEvent, ...]
+    events: Sequence[StoredEvent]
     adopting: bool = False
     adopted: tuple[AdoptedRows, ...] = ()
+    kinds: dict[str, int] = {}
 
 
 def import_legacy_run(
@@ -109,7 +108,10 @@ def import_legacy_run(
     ``inputs`` is required when ``<stem>_materialized_inputs.jsonl`` is missing,
     and is copied there. Without ``lock`` the run lock is taken for the
     import's duration; ``dry_run`` takes none and writes nothing. ``progress``
-    is called with the bytes of the sidecar and ``OUT`` read so far and in all.
+    is called with the work done so far and in all: the bytes of the
+    materialized inputs (or ``inputs``), the sidecar and ``OUT`` as they are
+    read, then the bytes of the outcome rows again as their events are
+    appended.
 
     On a run that has a ledger already, the rows appended to ``OUT`` and the
     sidecar since its last recorded row are adopted (REC-86); with nothing
@@ -156,22 +158,39 @@ def _import(
         return _adopt(paths, options, lock)
     _refuse_missing(paths)
     write = lock is not None
-    data, copy = _input_bytes(paths, options.inputs)
-    materialized = read_materialized(data, paths.relative(paths.materialized))
+    source, copy = inputs_file(paths, options.inputs)
+    outcomes = sum(map(_size, _outcome_files(paths)))
+    # Reading every file, then appending the outcome rows' events (as much work
+    # again as reading their files, for the progress bar).
+    meter = Meter(options.progress, _size(source) + 2 * outcomes)
+    name = paths.relative(paths.materialized)
+    materialized = read_materialized(source, name, advance=meter.advance)
     foreign = read_foreign_manifest(foreign_manifest_path(paths))
     manifest = _manifest(materialized, foreign, options.clock, paths)
-    reader = OutcomeReader(
-        materialized.keys, manifest.run_id, progress=options.progress
-    )
-    legacy = _legacy_imported(paths, materialized, foreign, reader)
-    if reader.failing and not options.skip_rejected:
-        raise _rejected(paths, reader)
-    bodies: list[Event] = [_run_created(paths, manifest, materialized), legacy]
-    bodies.extend(reader.bodies)
-    now = options.clock.now
-    new = [NewEvent(kind_of(b), now(), ACTOR, encode_body(b)) for b in bodies]
-    rows = _write(paths, data if copy else None, new, manifest) if write else None
-    events = _stored(rows if rows is not None else _chained(new), bodies)
+    with EventSpool(paths.folder if write else None) as spool:
+        reader = OutcomeReader(
+            materialized.keys, manifest.run_id, sink=spool.add, meter=meter
+        )
+        legacy = _legacy_imported(paths, materialized, foreign, reader)
+        spool.finish()
+        if reader.failing and not options.skip_rejected:
+            raise _rejected(paths, reader)
+        first = [
+            ("run_created", run_created_bytes(manifest, materialized, paths.out)),
+            ("legacy_imported", encode_body(legacy)),
+        ]
+        now = options.clock.now
+        if write:
+            copied = (source, paths.materialized) if copy else None
+            write_log(paths.db, first, spool, now, copy=copied, share=(outcomes, meter))
+            manifest.write(paths.manifest)  # ID-32: an imported run has no identity
+            events: Sequence[StoredEvent] = RecordedEvents(
+                paths.out, first=1, count=len(first) + spool.count
+            )
+        else:
+            events = would_be(first, spool, now)
+        kinds = {kind: 1 for kind, _ in first} | spool.kinds
+    meter.finish()
     return ImportReport(
         out=str(paths.out),
         ledger_dir=str(paths.ledger_dir),
@@ -185,6 +204,7 @@ def _import(
         rejections=legacy.rejections,
         foreign_manifest=legacy.foreign_manifest,
         events=events,
+        kinds=kinds,
     )
 
 
@@ -199,7 +219,7 @@ def _legacy_imported(
     return LegacyImported(
         sources=sources,
         rows_read=reader.rows_read,
-        rows_imported=len(reader.bodies),
+        rows_imported=reader.imported,
         rows_rejected=len(reader.rejections),
         rejections=tuple(reader.rejections),
         # ID-13: another tool's file, kept whole but for its credentials.
@@ -212,8 +232,11 @@ def _legacy_imported(
 def _adopt(paths: RunPaths, options: _Options, lock: RunLock | None) -> ImportReport:
     """REC-86: record the rows appended since the ledger last recorded a row."""
     if options.inputs is not None:
-        _input_bytes(paths, options.inputs)  # refuses other inputs than the run's
+        inputs_file(paths, options.inputs)  # refuses other inputs than the run's
     found = adopt(paths, lock=lock, clock=options.clock)
+    kinds: dict[str, int] = {}
+    for event in found.events:
+        kinds[event.kind] = kinds.get(event.kind, 0) + 1
     return ImportReport(
         out=str(paths.out),
         ledger_dir=str(paths.ledger_dir),
@@ -229,6 +252,7 @@ def _adopt(paths: RunPaths, options: _Options, lock: RunLock | None) -> ImportRe
         events=found.events,
         adopting=True,
         adopted=found.files,
+        kinds=kinds,
     )
 
 
@@ -246,35 +270,6 @@ def _refuse_missing(paths: RunPaths) -> None:
         )
 
 
-def _read(path: Path) -> bytes:
-    try:
-        return read_regular(path)
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}", path=path) from exc
-
-
-def _input_bytes(paths: RunPaths, inputs: Path | str | None) -> tuple[bytes, bool]:
-    """The materialized inputs' bytes, and whether ``inputs`` must be copied there."""
-    target = paths.materialized
-    if target.exists():
-        data = _read(target)
-        if inputs is not None and _read(Path(inputs)) != data:
-            raise ConfigError(
-                f"{target} exists and holds other rows than {inputs}; import the "
-                "run with its own materialized inputs (leave out --inputs)",
-                path=target,
-            )
-        return data, False
-    if inputs is None:
-        raise ConfigError(
-            f"{target} is missing: pass the run's materialized rows with --inputs "
-            "ROWS.jsonl (each with its _ng_task_index and _ng_rollout_index; "
-            "results are never paired with inputs by position)",
-            path=target,
-        )
-    return _read(Path(inputs)), True
-
-
 def _manifest(
     materialized: Materialized,
     foreign: ForeignManifest | None,
@@ -286,7 +281,7 @@ def _manifest(
     try:
         return RunManifest.import_legacy(
             (),
-            materialized_bytes=materialized.data,
+            materialized_sha256=materialized.sha256,
             run_id=None if foreign is None else foreign.run_id,
             config_digest=None if foreign is None else foreign.config_digest,
             clock=clock,
@@ -300,6 +295,11 @@ def _manifest(
         ) from None
 
 
+def _outcome_files(paths: RunPaths) -> tuple[Path, Path]:
+    """The files of outcome rows, in the order they are read (REC-70)."""
+    return paths.sidecar, paths.out
+
+
 def _sources(
     paths: RunPaths,
     materialized: Materialized,
@@ -307,14 +307,19 @@ def _sources(
     reader: OutcomeReader,
 ) -> tuple[LegacySource, ...]:
     """Read the sidecar, then OUT (REC-70); every file read, with size and digest."""
-    found = [_whole(paths.relative(paths.materialized), materialized.data)]
+    found = [
+        LegacySource(
+            file=paths.relative(paths.materialized),
+            size=materialized.size,
+            sha256=materialized.sha256,
+            lines=materialized.lines,
+        )
+    ]
     if foreign is not None:
         name = paths.relative(foreign_manifest_path(paths))
         found.append(_whole(name, foreign.data))
-    outcome_files = ((paths.sidecar, True), (paths.out, False))
-    reader.total = sum(_size(path) for path, _ in outcome_files)
-    for path, sidecar in outcome_files:
-        source = reader.read(path, paths.relative(path), sidecar=sidecar)
+    for path in _outcome_files(paths):
+        source = reader.read(path, paths.relative(path), sidecar=path == paths.sidecar)
         if source is not None:
             found.append(source)
     return tuple(found)
@@ -349,45 +354,3 @@ def _rejected(paths: RunPaths, reader: OutcomeReader) -> RowError:
         path=paths.folder / first.file,
         line=first.line,
     )
-
-
-def _run_created(
-    paths: RunPaths, manifest: RunManifest, materialized: Materialized
-) -> Event:
-    inputs = MaterializedInputs(
-        materialized.data, manifest.materialized_digest, materialized.entries
-    )
-    # REC-61: the owning launcher's saved classification, else the defaults.
-    return run_created_body(manifest, creation_policy(paths.out), inputs)
-
-
-def _chained(new: Sequence[NewEvent]) -> list[EventRow]:
-    """The rows the store would write for ``new`` from an empty log (EV-2)."""
-    rows, prev = [], ZERO_HASH
-    for seq, event in enumerate(new, start=1):
-        digest = chain_hash(prev, seq, *event)
-        rows.append(EventRow(seq, *event, prev, digest))
-        prev = digest
-    return rows
-
-
-def _stored(
-    rows: Sequence[EventRow], bodies: Sequence[Event]
-) -> tuple[StoredEvent, ...]:
-    return tuple(
-        stored_from_row(row, body) for row, body in zip(rows, bodies, strict=True)
-    )
-
-
-def _write(
-    paths: RunPaths, copy: bytes | None, new: list[NewEvent], manifest: RunManifest
-) -> list[EventRow]:
-    """Copy ``--inputs``, build the database aside, rename it into place, publish."""
-    if copy is not None:
-        # Before the database: an import killed in between leaves the same
-        # inputs a second import accepts (they must be byte-identical).
-        atomic_replace(paths.materialized, copy)
-    with built_aside(paths.db, suffix=".importing") as store:
-        rows = store.append_many(new)
-    manifest.write(paths.manifest)  # ID-32: an imported run has no identity
-    return rows

@@ -41,6 +41,7 @@ __all__ = [
     "REASONS",
     "TORN",
     "Key",
+    "Meter",
     "OutcomeReader",
     "Progress",
     "RawLine",
@@ -186,22 +187,51 @@ def _misfit(row: Mapping[str, Any], run_id: str, *, sidecar: bool) -> str | None
 
 
 @dataclass
+class Meter:
+    """Work done of ``total``, reported to ``progress`` once per MiB and at the end.
+
+    An import counts the bytes it reads, then as many again for the outcome
+    rows it appends to the log, so the bar moves while the log is written too.
+    """
+
+    progress: Progress | None
+    total: int
+    done: int = 0
+
+    def advance(self, read: int) -> None:
+        """Count ``read`` more bytes read."""
+        before, self.done = self.done, self.done + read
+        if self.progress is not None and (
+            self.done >> _PROGRESS_SHIFT > before >> _PROGRESS_SHIFT
+            or self.done >= self.total
+        ):
+            self.progress(self.done, self.total)
+
+    def finish(self) -> None:
+        """All done (what was left to count was skipped: rejected rows, a dry run)."""
+        if self.done < self.total:
+            self.advance(self.total - self.done)
+
+
+@dataclass
 class OutcomeReader:
     """Reads the sidecar, then ``OUT``, into outcome events and rejections."""
 
     keys: Collection[Key]
     run_id: str
+    #: Where each outcome event goes as it is read; without one, ``bodies``
+    #: keeps them (an adoption's few rows). An import spools them (P-9).
+    sink: Callable[[Event], None] | None = None
     bodies: list[Event] = field(default_factory=list)
+    imported: int = 0
     rejections: list[LegacyRejection] = field(default_factory=list)
     rows_read: int = 0
     # REC-72: sidecar rows per key, counted as the older collector counted them.
     sidecar_rows: Counter[Key] = field(default_factory=Counter)
     # REC-82: moved rows' attempts, by key and own `_ng_attempt_index`.
     migrated: dict[tuple[Key, int | None], int] = field(default_factory=dict)
-    #: Called with (bytes read, bytes to read) as reading goes (CLI progress).
-    progress: Progress | None = None
-    total: int = 0
-    done: int = 0
+    #: Counts the bytes read, for the CLI's progress.
+    meter: Meter | None = None
 
     @property
     def failing(self) -> list[LegacyRejection]:
@@ -220,7 +250,8 @@ class OutcomeReader:
         with handle:
             for line in raw_lines(handle):
                 self.take(line, file, sidecar=sidecar)
-                self._advance(len(line.data))
+                if self.meter is not None:
+                    self.meter.advance(len(line.data))
                 if line.kept:
                     # A torn last line is not part of what the ledger records:
                     # a writer's open cuts and saves it (EV-12), so no later row
@@ -242,14 +273,6 @@ class OutcomeReader:
         if key is not None:
             self.sidecar_rows[key] += 1
 
-    def _advance(self, read: int) -> None:
-        before, self.done = self.done, self.done + read
-        if self.progress is not None and (
-            self.done >> _PROGRESS_SHIFT > before >> _PROGRESS_SHIFT
-            or self.done >= self.total
-        ):
-            self.progress(self.done, self.total)
-
     def take(self, line: RawLine, file: str, *, sidecar: bool) -> None:
         """Read one line into an outcome event or a rejection (REC-71)."""
         self.rows_read += 1
@@ -263,7 +286,11 @@ class OutcomeReader:
                 )
             )
         else:
-            self.bodies.append(taken)
+            self.imported += 1
+            if self.sink is None:
+                self.bodies.append(taken)
+            else:
+                self.sink(taken)
 
     def _take(self, line: RawLine, file: str, *, sidecar: bool) -> Event | str:
         if line.blank:

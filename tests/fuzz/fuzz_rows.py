@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import io
 import sys
+import tempfile
 from pathlib import Path
 
 import atheris
@@ -61,14 +62,18 @@ def fuzz_facts(data: bytes) -> None:
 
 
 def fuzz_materialized(data: bytes) -> None:
-    try:
-        found = read_materialized(data, "inputs.jsonl")
-    except LedgerError as exc:
-        message = str(exc)
-        assert message, "an empty message"
-        return
-    assert found.entries
-    assert len(found.keys) == len(found.entries)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "inputs.jsonl"
+        path.write_bytes(data)
+        try:
+            found = read_materialized(path, "inputs.jsonl")
+        except LedgerError as exc:
+            message = str(exc)
+            assert message, "an empty message"
+            return
+    assert found.rows
+    assert len(list(found.keys)) == found.rows
+    assert len(msgspec.json.decode(b"[" + found.index + b"]")) == found.rows
 
 
 def fuzz_outcomes(data: bytes, *, sidecar: bool) -> None:

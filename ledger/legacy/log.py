@@ -1,0 +1,99 @@
+"""The log an import writes: its first two events, then the spooled outcomes.
+
+``run_created`` is encoded with its index spliced in (the index was encoded
+as the inputs were read); the database is built aside in batches of
+``BATCH`` events a transaction and renamed into place whole
+(``ledger.store.built_aside``), so the import stays atomic however many
+transactions it takes. A dry run chains the same bytes in memory instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
+from pathlib import Path
+
+from ledger.events import encode_body
+from ledger.files import atomic_replace
+from ledger.identity.manifest import RunManifest
+from ledger.legacy.inputs import Materialized, chunks
+from ledger.legacy.reading import Meter
+from ledger.legacy.spool import EventSpool
+from ledger.legacy.would_be import WouldBeLog
+from ledger.policy.source import creation_policy
+from ledger.run.create import run_created_body
+from ledger.store.built_aside import built_aside
+from ledger.store.materialize import MaterializedInputs
+from ledger.store.port import NewEvent
+
+__all__ = ["ACTOR", "BATCH", "run_created_bytes", "would_be", "write_log"]
+
+ACTOR = "import"
+#: Events appended a transaction into the database built aside (P-2: batches
+#: of a thousand or more run near executemany's speed; P-9: a batch is all an
+#: import holds of its outcome events at once).
+BATCH = 5000
+_EMPTY_INDEX = b'"index":[]}'
+
+Now = Callable[[], str]
+Encoded = tuple[str, bytes]
+
+
+def run_created_bytes(
+    manifest: RunManifest, materialized: Materialized, out: Path
+) -> bytes:
+    """``run_created``'s stored bytes, its index spliced in already encoded.
+
+    The index is the body's last field, one entry per input row: encoded as
+    the inputs were read, it is never held as a million tuples (P-9). The
+    bytes are those ``encode_body`` gives the whole body.
+    """
+    inputs = MaterializedInputs(b"", manifest.materialized_digest, ())
+    # REC-61: the owning launcher's saved classification, else the defaults.
+    body = encode_body(run_created_body(manifest, creation_policy(out), inputs))
+    if not body.endswith(_EMPTY_INDEX):
+        raise RuntimeError("run_created no longer ends with its index")
+    head = body[: -len(_EMPTY_INDEX)]
+    return b"".join((head, b'"index":[', materialized.index, b"]}"))
+
+
+def _spooled(spool: EventSpool) -> Iterator[Encoded]:
+    for batch in spool.batches(BATCH):
+        yield from batch
+
+
+def would_be(first: Iterable[Encoded], spool: EventSpool, now: Now) -> WouldBeLog:
+    """The log a dry run would record, chained as the store would (EV-2)."""
+    return WouldBeLog(chain(first, _spooled(spool)), now, ACTOR)
+
+
+def write_log(
+    db: Path,
+    first: Iterable[Encoded],
+    spool: EventSpool,
+    now: Now,
+    *,
+    copy: tuple[Path, Path] | None = None,
+    share: tuple[int, Meter] | None = None,
+) -> None:
+    """Copy ``--inputs`` (``copy``: from, to), then build ``db`` aside in batches.
+
+    ``share``: the part of the meter's total the appends take, counted out
+    batch by batch.
+    """
+    if copy is not None:
+        # Before the database: an import killed in between leaves the same
+        # inputs a second import accepts (they must be byte-identical).
+        atomic_replace(copy[1], chunks(copy[0]))
+    with built_aside(db, suffix=".importing") as store:
+        store.append_many([NewEvent(kind, now(), ACTOR, body) for kind, body in first])
+        appended = counted = 0
+        for batch in spool.batches(BATCH):
+            store.append_many(
+                [NewEvent(kind, now(), ACTOR, body) for kind, body in batch]
+            )
+            if share is not None:
+                appended += len(batch)
+                part = share[0] * appended // spool.count
+                share[1].advance(part - counted)
+                counted = part
