@@ -28,7 +28,8 @@ from ledger import (
 )
 from ledger.events import StoredEvent
 from projections.coverage import Coverage, coverage
-from projections.decide import TaskDecisions
+from projections.decide import TaskDecisions, decide_all
+from projections.open_snapshot import save_left, settle
 from projections.publish import publish
 from projections.replay import StoredLog, replay
 from projections.state import RunState
@@ -39,12 +40,35 @@ __all__ = ["ImportResult", "StoreImport", "import_into_store", "import_run"]
 Progress = Callable[[int, int], None]
 
 
-class ImportResult(msgspec.Struct, frozen=True):
-    """What the import recorded (or would record), the state and its coverage."""
+class ImportResult:
+    """What the import recorded (or would record), the state and its coverage.
 
-    report: ImportReport
-    state: RunState
-    coverage: Coverage
+    ``state`` is the whole run's. After a real import it is replayed when
+    first read: the import itself keeps no state of a million rollouts
+    beside the snapshot it saves (P-9).
+    """
+
+    def __init__(
+        self,
+        report: ImportReport,
+        state: RunState | None,
+        coverage: Coverage,
+        *,
+        out: Path | str | None = None,
+    ) -> None:
+        self.report = report
+        self.coverage = coverage
+        self._state = state
+        self._out = out
+
+    @property
+    def state(self) -> RunState:
+        """The whole run's folded state."""
+        if self._state is None:
+            assert self._out is not None
+            with Ledger.open(self._out) as reader:
+                self._state = replay(reader)
+        return self._state
 
 
 def import_run(out: Path | str, **options: Any) -> ImportResult:
@@ -172,4 +196,12 @@ def _import_and_publish(
         state = replay(reader)
         cover = coverage(state, TaskDecisions(state))
         publish(reader, state, lock=lock, cover=cover)
-    return ImportResult(report, state, cover)
+        # P-8: the snapshot of what is left, so the first resume reads no
+        # more than the next ones. Each task is freed once summed.
+        left = settle(state, TaskDecisions(state), consume=True)
+        del state
+    # A writer that leaves the collector files to the next writer's open, as
+    # the import's reader did (REC-70): only the snapshot is written.
+    with Ledger.open(out, lock=lock, adopting=True) as writer:
+        save_left(writer, left, decide_all(left), None, covered=cover)
+    return ImportResult(report, None, cover, out=out)

@@ -41,6 +41,7 @@ from projections.reward_figures import (
     summary,
     t_quantile_975,
     task_figure,
+    unpack_scores,
     updated,
 )
 from projections.state import MASKED, RolloutState, RunState, Settled
@@ -58,8 +59,6 @@ __all__ = [
 
 Decisions = dict[tuple[int, int], Decision]
 
-#: ``Settled.scores``: the tasks and scores of the complete rollouts left out.
-_SCORES = msgspec.msgpack.Decoder(list[tuple[int, float]])
 _FIGURES = msgspec.msgpack.Decoder(Figures)
 
 
@@ -207,7 +206,8 @@ class _Sorted:
         self.failure_classes, self.missing = settled.failure_classes, settled.missing
         self.other = settled.other
         if scores and settled.scores:
-            for task, score in _SCORES.decode(settled.scores):
+            tasks, values = unpack_scores(settled.scores)
+            for task, score in zip(tasks, values, strict=True):
                 self.add(task, score)
         if failures_as_zero:
             self.failure_zeros = len(settled.failure_tasks)
@@ -312,8 +312,10 @@ def metrics_of(
             missing_as_zero=count_missing_rollouts_as_zero,
         )
     if made is not None and settled is not None:
-        scores = _SCORES.decode(settled.scores) if found.values else []
-        figures = updated(made, scores, found.values, correct_at)
+        figures = made
+        if found.values:  # their tasks' settled values, then theirs
+            scores = unpack_scores(settled.scores)
+            figures = updated(made, scores, found.values, correct_at)
     else:
         figures = Figures(
             add_values(ValueSums(), (v for vs in found.values.values() for v in vs)),

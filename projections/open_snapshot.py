@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import Iterable
+from array import array
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import msgspec
@@ -35,7 +36,16 @@ from projections.decide import Decision, decide_all
 from projections.fold import fold_into
 from projections.metrics import RewardMetrics, metrics_of, unfinished_kind
 from projections.replay import replay
-from projections.reward_figures import Figures, figures_of_scores, updated
+from projections.reward_figures import (
+    Figures,
+    Scores,
+    figures_of_scores,
+    merge_scores,
+    pack_scores,
+    sorted_scores,
+    unpack_scores,
+    updated,
+)
 from projections.snapshot import CODE_VERSION
 from projections.state import RolloutState, RunState, Settled
 
@@ -47,6 +57,7 @@ __all__ = [
     "Opened",
     "load_open",
     "open_problems",
+    "save_left",
     "save_open",
     "settle",
     "tail_is_open",
@@ -92,7 +103,6 @@ class OpenSnapshot(msgspec.Struct, array_like=True):
 
 _DECODER = msgspec.msgpack.Decoder(OpenSnapshot)
 _ENCODER = msgspec.msgpack.Encoder()
-_SCORES = msgspec.msgpack.Decoder(list[tuple[int, float]])
 _AT_HEAD = msgspec.msgpack.Decoder(AtHead | None)
 _FIGURES = msgspec.msgpack.Decoder(Figures)
 
@@ -112,11 +122,8 @@ class _Sums:
         )
         self.tally = Tally(base)
         self.tally.base = {}
-        self.base_scores: list[tuple[int, float]] = (
-            _SCORES.decode(base.scores) if base.scores else []
-        )
-        self.base_figures = _FIGURES.decode(base.figures) if base.figures else None
-        self.added: dict[int, list[float]] = {}
+        self.base = base
+        self.new_tasks, self.new_scores = array("q"), array("d")
         self.after = after
 
     def add(self, task: int, rollout: RolloutState, decision: Decision) -> None:
@@ -131,7 +138,8 @@ class _Sums:
                 found.unscored += 1
             else:
                 found.scored += 1
-                self.added.setdefault(task, []).append(decision.score)
+                self.new_tasks.append(task)
+                self.new_scores.append(decision.score)
             return
         if decision.value == "omitted":
             found.omitted += 1
@@ -171,29 +179,42 @@ class _Sums:
         found.duplicates, found.superseded = tally.duplicates, tally.superseded
         found.counted = tally.counted
         found.task_base = dict(sorted(found.task_base.items()))
-        if self.added or not found.scores:
-            scores = self.base_scores + [
-                (task, score) for task, values in self.added.items() for score in values
-            ]
-            scores.sort()  # sorted, and a few more: close to linear
-            found.scores = _ENCODER.encode(scores)
-            if self.base_figures is None:
-                figures = figures_of_scores(scores)
-            else:  # only the tasks that gained values are figured again
-                figures = updated(self.base_figures, self.base_scores, self.added)
+        base = self.base
+        if self.new_tasks or not base.figures:  # else the base's, unread
+            new = sorted_scores(self.new_tasks, self.new_scores)
+            self.new_tasks, self.new_scores = array("q"), array("d")
+            old: Scores = unpack_scores(base.scores)
+            figures = None
+            if base.figures:  # only the tasks that gained values, again
+                added: dict[int, list[float]] = {}
+                for task, score in zip(*new, strict=True):
+                    added.setdefault(task, []).append(score)
+                figures = updated(_FIGURES.decode(base.figures), old, added)
+            scores = merge_scores(old, new)
+            del old, new
+            found.scores = pack_scores(scores)
+            figures = figures or figures_of_scores(scores)
             found.figures = _ENCODER.encode(figures)
         return found
 
 
-def settle(state: RunState, decisions: dict[tuple[int, int], Decision]) -> RunState:
+def settle(
+    state: RunState,
+    decisions: Mapping[tuple[int, int], Decision],
+    *,
+    consume: bool = False,
+) -> RunState:
     """``state`` with its settled rollouts moved into ``settled`` (a new state).
 
     ``decisions`` are ``state``'s (``decide_all``). The rollouts kept are the
     same objects as ``state``'s: the caller no longer folds into ``state``.
+    ``consume``: each task is taken out of ``state`` once summed, so its
+    settled rollouts are freed as the sums grow (an import, P-9).
     """
     sums = _Sums(state.settled, state.before_seq)
     kept: dict[int, dict[int, RolloutState]] = {}
-    for task, by_rollout in state.rollouts.items():
+    for task in list(state.rollouts):
+        by_rollout = state.rollouts[task]
         total, done, complete = sums.settled.task_base.pop(task, (0, 0, 0))
         keep: dict[int, RolloutState] = {}
         for index, rollout in by_rollout.items():
@@ -211,13 +232,15 @@ def settle(state: RunState, decisions: dict[tuple[int, int], Decision]) -> RunSt
                 sums.settled.task_base[task] = (total, done, complete)
         else:
             sums.tally.add_completion(total, done, complete)
+        if consume:
+            del state.rollouts[task]
     return msgspec.structs.replace(state, rollouts=kept, settled=sums.done())
 
 
 def save_open(
     ledger: Ledger,
     state: RunState,
-    decisions: dict[tuple[int, int], Decision],
+    decisions: Mapping[tuple[int, int], Decision],
     inputs: InputsSeen | None,
     *,
     covered: Coverage | None = None,
@@ -227,7 +250,18 @@ def save_open(
     With what ``status`` shows as of it: a status at its seq reads them, and
     decides nothing. ``covered``: ``state``'s coverage, when already made.
     """
-    left = settle(state, decisions)
+    save_left(ledger, settle(state, decisions), decisions, inputs, covered=covered)
+
+
+def save_left(
+    ledger: Ledger,
+    left: RunState,
+    decisions: Mapping[tuple[int, int], Decision],
+    inputs: InputsSeen | None,
+    *,
+    covered: Coverage | None = None,
+) -> None:
+    """Store ``left`` (what ``settle`` gave), its rollouts decided in ``decisions``."""
     kept = {
         (task, index): decisions[task, index]
         for task, by_rollout in left.rollouts.items()

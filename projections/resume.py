@@ -309,7 +309,7 @@ def _commit(
         if [e.seq for e in tail] != [e.seq for e in stored]:
             decisions = decide_all(state)  # SC-4: publish the log's, not the plan's
     covered = coverage(state, decisions)  # published, and kept with the snapshot
-    publish(ledger, state, decisions, covered=covered)
+    publish(ledger, state, decisions, cover=covered)
     if state.settled is None:  # a whole state: its snapshot too (EV-14, P-5)
         save_snapshot(ledger, state, policy_from_json(state.policy))
     save_open(ledger, state, decisions, seen, covered=covered)

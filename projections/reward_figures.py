@@ -14,7 +14,10 @@ tasks' values, each rounded once.
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
+import sys
+from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
@@ -24,14 +27,20 @@ import msgspec
 
 __all__ = [
     "Figures",
+    "Scores",
     "TaskFigure",
     "ValueSums",
     "add_values",
     "figures_of_scores",
+    "merge_scores",
+    "pack_scores",
     "pass_at_k",
+    "sorted_scores",
     "summary",
     "t_quantile_975",
     "task_figure",
+    "task_scores",
+    "unpack_scores",
     "updated",
 ]
 
@@ -67,6 +76,90 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     if n - c < k:
         return 1.0
     return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+#: ``(task, score)`` pairs, sorted, as two arrays (8 bytes a number: a
+#: million settled scores are 16 MB, not the 100 MB of Python tuples).
+Scores = tuple["array[int]", "array[float]"]
+
+
+def pack_scores(scores: Scores) -> bytes:
+    """The pairs as bytes: tasks (int64), then scores (float64), little-endian."""
+    tasks, values = array("q", scores[0]), array("d", scores[1])
+    if sys.byteorder == "big":
+        tasks.byteswap()
+        values.byteswap()
+    return tasks.tobytes() + values.tobytes()
+
+
+def unpack_scores(data: bytes) -> Scores:
+    """``pack_scores``' pairs again."""
+    half = len(data) // 2
+    tasks, values = array("q"), array("d")
+    tasks.frombytes(data[:half])
+    values.frombytes(data[half:])
+    if sys.byteorder == "big":
+        tasks.byteswap()
+        values.byteswap()
+    return tasks, values
+
+
+def sorted_scores(tasks: array[int], values: array[float]) -> Scores:
+    """``(task, score)`` pairs, sorted by task then score.
+
+    Pairs come a task at a time (a state's rollouts are grouped by task), so
+    each task's few scores are sorted where they lie; only tasks out of order
+    need a sort of every pair.
+    """
+    groups, start, count = [], 0, len(tasks)
+    while start < count:
+        end = start + 1
+        while end < count and tasks[end] == tasks[start]:
+            end += 1
+        groups.append((tasks[start], start, end))
+        start = end
+    if any(a[0] >= b[0] for a, b in itertools.pairwise(groups)):
+        pairs = sorted(zip(tasks, values, strict=True))
+        return array("q", (t for t, _ in pairs)), array("d", (v for _, v in pairs))
+    ordered = array("d")
+    for _, start, end in groups:
+        ordered.extend(sorted(values[start:end]))
+    return array("q", tasks), ordered
+
+
+def merge_scores(base: Scores, new: Scores) -> Scores:
+    """Two sorted sets of pairs, as one."""
+    if not new[0]:
+        return base
+    if not base[0]:
+        return new
+    tasks, values = array("q"), array("d")
+    start = 0
+    for task, value in zip(*new, strict=True):  # few new among many: copy runs
+        at = _position(base, (task, value), start)
+        tasks.extend(base[0][start:at])
+        values.extend(base[1][start:at])
+        tasks.append(task)
+        values.append(value)
+        start = at
+    tasks.extend(base[0][start:])
+    values.extend(base[1][start:])
+    return tasks, values
+
+
+def _position(scores: Scores, pair: tuple[int, float], low: int) -> int:
+    """Where ``pair`` goes in sorted ``scores`` (after equal ones), from ``low``."""
+    tasks, values = scores
+    low = bisect.bisect_left(tasks, pair[0], low)
+    high = bisect.bisect_right(tasks, pair[0], low)
+    return bisect.bisect_right(values, pair[1], low, high)
+
+
+def task_scores(scores: Scores, task: int) -> list[float]:
+    """The scores of ``task`` in sorted ``scores``."""
+    low = bisect.bisect_left(scores[0], task)
+    high = bisect.bisect_right(scores[0], task, low)
+    return list(scores[1][low:high])
 
 
 class ValueSums(msgspec.Struct, array_like=True, frozen=True):
@@ -124,41 +217,34 @@ def add_values(sums: ValueSums, values: Iterable[float]) -> ValueSums:
     return ValueSums(sums.n + n, str(sx), str(sxx), sorted(counts.items()))
 
 
-def figures_of_scores(
-    scores: Sequence[tuple[int, float]], correct_at: float = 1.0
-) -> Figures:
-    """The figures' parts of ``(task, score)`` pairs sorted by task."""
-    tasks: list[TaskFigure] = []
-    start = 0
-    while start < len(scores):
-        task = scores[start][0]
-        end = start
-        while end < len(scores) and scores[end][0] == task:
-            end += 1
-        values = [score for _, score in scores[start:end]]
-        tasks.append(task_figure(task, values, correct_at))
+def figures_of_scores(scores: Scores, correct_at: float = 1.0) -> Figures:
+    """The figures' parts of sorted ``(task, score)`` pairs."""
+    tasks, values = scores
+    figures: list[TaskFigure] = []
+    start, count = 0, len(tasks)
+    while start < count:
+        end = bisect.bisect_right(tasks, tasks[start], start)
+        figures.append(task_figure(tasks[start], values[start:end], correct_at))
         start = end
-    return Figures(add_values(ValueSums(), (s for _, s in scores)), tasks)
+    return Figures(add_values(ValueSums(), values), figures)
 
 
 def updated(
     figures: Figures,
-    scores: Sequence[tuple[int, float]],
+    scores: Scores,
     added: dict[int, list[float]],
     correct_at: float = 1.0,
 ) -> Figures:
     """``figures`` with the values ``added`` per task (``scores``: the others).
 
     Only the tasks that gained values are figured again, from their values
-    in ``scores`` (sorted by task) and the new ones.
+    in ``scores`` (sorted) and the new ones.
     """
     if not added:
         return figures
     by_task = {figure.task: figure for figure in figures.tasks}
     for task, values in added.items():
-        low = bisect.bisect_left(scores, (task, -math.inf))
-        high = bisect.bisect_right(scores, (task, math.inf))
-        before = [score for _, score in scores[low:high]]
+        before = task_scores(scores, task)
         by_task[task] = task_figure(task, before + values, correct_at)
     sums = add_values(figures.sums, (v for values in added.values() for v in values))
     return Figures(sums, [by_task[task] for task in sorted(by_task)])

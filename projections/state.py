@@ -288,7 +288,8 @@ class Settled(msgspec.Struct, array_like=True, omit_defaults=True):
     other: int = 0
     failure_tasks: list[int] = []  # a task per settled failure-class rollout
     missing_tasks: list[int] = []  # a task per settled rollout with no outcome
-    # msgpack of sorted [task, score] pairs: read only by the reward figures
+    # sorted (task, score) pairs, packed (reward_figures.pack_scores): read
+    # only by the reward figures
     scores: bytes = b""
     # msgpack of their figures' parts (projections.reward_figures.Figures)
     figures: bytes = b""

@@ -150,6 +150,17 @@ if TYPE_CHECKING:
     from projections.publish import rendered_files
     from projections.replan import read_materialized
     from projections.replay import apply
+    from projections.reward_figures import (
+        ValueSums,
+        add_values,
+        figures_of_scores,
+        merge_scores,
+        pack_scores,
+        sorted_scores,
+        unpack_scores,
+        updated,
+    )
+    from projections.reward_figures import summary as reward_summary
     from projections.snapshot import CODE_VERSION, load_snapshot, save_snapshot
     from projections.state import Judgment, RolloutState
 
@@ -215,9 +226,11 @@ __all__ = [
     "RunUrl",
     "SQLiteStore",
     "TaskDecisions",
+    "ValueSums",
     "WriteIndex",
     "_progress_bar",
     "acquire_run_lock",
+    "add_values",
     "added_at_default",
     "apply",
     "built_aside",
@@ -237,6 +250,7 @@ __all__ = [
     "encode_rows",
     "event_views",
     "export_files",
+    "figures_of_scores",
     "files_module",
     "find_interpolations",
     "first_chain_break",
@@ -264,8 +278,10 @@ __all__ = [
     "load_open",
     "load_snapshot",
     "materialized_digest",
+    "merge_scores",
     "migrate",
     "own_failure_kind",
+    "pack_scores",
     "parse_approvals",
     "pass_at_k",
     "policy_changes",
@@ -284,6 +300,7 @@ __all__ = [
     "resolve_run",
     "restored_null_defaults",
     "results_module",
+    "reward_summary",
     "row_kind",
     "row_route",
     "rules",
@@ -291,10 +308,13 @@ __all__ = [
     "save_snapshot",
     "server_blocks",
     "settle",
+    "sorted_scores",
     "split_key",
     "still_seen",
     "t_quantile_975",
     "to_plain",
+    "unpack_scores",
+    "updated",
 ]
 
 

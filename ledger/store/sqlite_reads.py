@@ -40,6 +40,7 @@ _DISTINCT_KINDS = (
     ") SELECT kind FROM k"
 )
 
+
 class SQLiteReads:
     """The reads of one ``ledger.db`` connection (mixed into ``SQLiteStore``)."""
 
