@@ -18,8 +18,6 @@ import msgspec
 
 from ledger import Ledger, LedgerError, plural
 from ledger.events import IndexEntry, Location
-from ledger.policy.log import policy_from_json
-from ledger.run.write_index import INDEX_CODE_VERSION, INDEX_KINDS, WriteIndex
 from ledger.store.materialize import index_entry
 from ledger.store.port import RunFiles
 from ledger.store.run_files import ChunkReader
@@ -28,6 +26,11 @@ from projections.publish import rendered_files
 from projections.replay import replay
 from projections.state import RunState
 from projections.status import adopt_note
+from projections.verify_snapshots import (
+    ends_problems,
+    index_problems,
+    state_problems,
+)
 
 __all__ = ["Finding", "Verification", "verify", "verify_run"]
 
@@ -300,45 +303,8 @@ def _coverage_file(ledger: Ledger, name: str) -> list[Finding]:
     return []
 
 
-def _snapshot(ledger: Ledger, state: RunState) -> list[Finding]:
-    # EV-14: a stored snapshot must equal a refold of the events it covers.
-    from projections.snapshot import load_snapshot
-
-    policy = policy_from_json(state.policy)
-    stored = load_snapshot(ledger, policy)
-    if stored is None:
-        return []
-    prefix = replay([e for e in ledger.events() if e.seq <= stored.as_of_seq])
-    encode = msgspec.msgpack.Encoder().encode
-    if encode(prefix) != encode(stored):
-        return [
-            Finding(
-                "snapshot",
-                "the stored snapshot differs from a refold of "
-                "the events it covers (replay ignores it only if stale)",
-                seq=stored.as_of_seq,
-            )
-        ]
-    return []
-
-
-def _index_snapshot(ledger: Ledger) -> list[Finding]:
-    # EV-14: a stored write index must equal a fold of the events it covers.
-    found = ledger.load_snapshot(INDEX_CODE_VERSION, "")
-    if found is None:
-        return []
-    seq, _, stored = found
-    events = (e for e in ledger.events(1, kinds=INDEX_KINDS) if e.seq <= seq)
-    if WriteIndex.build(events).encode() != stored:
-        return [
-            Finding(
-                "snapshot",
-                "the stored write index differs from a refold of the events it "
-                "covers (a writer's open ignores it only if stale)",
-                seq=seq,
-            )
-        ]
-    return []
+def _found(problems: list[tuple[str, int]]) -> list[Finding]:
+    return [Finding("snapshot", message, seq=seq) for message, seq in problems]
 
 
 def _safely(
@@ -358,8 +324,9 @@ def verify(ledger: Ledger) -> list[Finding]:
     findings += refold
     if state is not None:
         findings += _materialized(ledger, state) + _published(ledger, state)
-        findings += _snapshot(ledger, state)
-        findings += _safely("snapshot", _index_snapshot, ledger)
+        findings += _found(state_problems(ledger, state))
+        findings += _safely("snapshot", lambda led: _found(index_problems(led)), ledger)
+        findings += _safely("snapshot", lambda led: _found(ends_problems(led)), ledger)
     return findings
 
 

@@ -116,8 +116,12 @@ LEDGER_INTERNALS: dict[str, tuple[frozenset[str], str]] = {
         "a resume trusts the inputs' digest while their file is untouched (P-8); "
         "the proof is the snapshot's, of no use to a caller",
     ),
+    "ledger.run.index_keeper": (
+        frozenset({"ENDS_VERSION"}),
+        "verify compares the stored file ends with a refold of their events",
+    ),
     "ledger.run.write_index": (
-        frozenset({"INDEX_CODE_VERSION", "INDEX_KINDS", "WriteIndex"}),
+        frozenset({"END_KINDS", "INDEX_CODE_VERSION", "INDEX_KINDS", "WriteIndex"}),
         "verify rebuilds the write index and compares it with the saved snapshot",
     ),
     "ledger.policy.log": (

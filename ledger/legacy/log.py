@@ -13,7 +13,9 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 from pathlib import Path
 
-from ledger.events import encode_body
+import msgspec
+
+from ledger.events import Location, decode_body, encode_body
 from ledger.files import atomic_replace
 from ledger.identity.manifest import RunManifest
 from ledger.legacy.inputs import Materialized, chunks
@@ -22,6 +24,8 @@ from ledger.legacy.spool import EventSpool
 from ledger.legacy.would_be import WouldBeLog
 from ledger.policy.source import creation_policy
 from ledger.run.create import run_created_body
+from ledger.run.index_keeper import save_ends
+from ledger.run.write_index import WriteIndex
 from ledger.store.built_aside import built_aside
 from ledger.store.materialize import MaterializedInputs
 from ledger.store.port import NewEvent
@@ -37,6 +41,28 @@ _EMPTY_INDEX = b'"index":[]}'
 
 Now = Callable[[], str]
 Encoded = tuple[str, bytes]
+
+
+class _Where(msgspec.Struct):
+    """An outcome event read for where its row is, nothing else."""
+
+    location: Location
+    sidecar_line: int | None = None
+
+
+_WHERE = msgspec.json.Decoder(_Where)
+_LOCATED = frozenset(
+    {"result_saved", "failure_saved", "omission_saved", "judge_outcome_saved"}
+)
+
+
+def _advance(ends: WriteIndex, batch: Iterable[Encoded]) -> None:
+    """``ends`` past the rows of ``batch``'s outcome events, as the index folds."""
+    for kind, body in batch:
+        if kind in _LOCATED:
+            where = _WHERE.decode(body)
+            line = None if kind == "result_saved" else where.sidecar_line
+            ends.advance(where.location, line)
 
 
 def run_created_bytes(
@@ -85,15 +111,24 @@ def write_log(
         # Before the database: an import killed in between leaves the same
         # inputs a second import accepts (they must be byte-identical).
         atomic_replace(copy[1], chunks(copy[0]))
+    ends = WriteIndex()  # the file ends the log records, kept with it (P-8)
     with built_aside(db, suffix=".importing") as store:
+        first = list(first)
         store.append_many([NewEvent(kind, now(), ACTOR, body) for kind, body in first])
+        for kind, body in first:
+            if kind == "legacy_imported":
+                ends.apply(decode_body(body))
         appended = counted = 0
         for batch in spool.batches(BATCH):
             store.append_many(
                 [NewEvent(kind, now(), ACTOR, body) for kind, body in batch]
             )
+            _advance(ends, batch)
             if share is not None:
                 appended += len(batch)
                 part = share[0] * appended // spool.count
                 share[1].advance(part - counted)
                 counted = part
+        # The ends a reader folds to find rows past the recorded ones, stored:
+        # its first open reads no event of the import (P-8).
+        save_ends(store, ends, store.head()[0])

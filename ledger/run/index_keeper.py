@@ -19,12 +19,19 @@ from ledger.run.write_index import (
     END_KINDS,
     INDEX_CODE_VERSION,
     INDEX_KINDS,
+    FileEnd,
     WriteIndex,
 )
 from ledger.store.decode import decode_row
 from ledger.store.port import EventStore
 
-__all__ = ["IndexKeeper", "fold_ends", "fold_index"]
+__all__ = [
+    "ENDS_VERSION",
+    "IndexKeeper",
+    "fold_ends",
+    "fold_index",
+    "save_ends",
+]
 
 
 def fold_index(
@@ -45,22 +52,52 @@ def fold_index(
     return index, last
 
 
+#: The snapshot key of the file ends alone, stored apart from the index (P-8).
+ENDS_VERSION = "ends-" + INDEX_CODE_VERSION
+_ENDS = msgspec.msgpack.Decoder(list[tuple[str, int, int]])
+
+
 def fold_ends(
     store: EventStore, where: str, *, save_every: int | None = None
 ) -> WriteIndex:
     """The log's write index for its file ends alone (P-8).
 
-    From the stored index's ends and the events after it that move an end;
-    the rest of what it holds is unused. With ``save_every`` (a lock holder)
-    and a tail at least that long, the whole index is folded and stored
-    instead, so the next open reads a short tail.
+    From the newer of the stored index's ends and the stored ends, and the
+    events after it that move an end; the rest of what it holds is unused.
+    With ``save_every`` (a lock holder) and a tail at least that long, the
+    ends it folded are stored, so the next open reads a short tail.
     """
     index, start = _stored_index(store, ends_only=True)
-    if save_every is not None and store.head()[0] - start + 1 >= save_every:
-        return fold_index(store, where, save_every=save_every)[0]
+    ends, after = _stored_ends(store)
+    if after > start:
+        index, start = ends, after
+    last = start - 1
     for row in store.rows(start, kinds=END_KINDS):  # only what moves an end
         index.apply(decode_row(row, path=where).body)
+        last = row.seq
+    if save_every is not None and store.head()[0] - start + 1 >= save_every:
+        save_ends(store, index, store.head()[0] if last < start else last)
     return index
+
+
+def save_ends(store: EventStore, index: WriteIndex, seq: int) -> None:
+    """Store ``index``'s file ends as of ``seq`` (whose events it folded)."""
+    data = msgspec.msgpack.encode(
+        sorted((f, e.offset, e.lines) for f, e in index.ends.items())
+    )
+    store.save_snapshot(seq, store.hash_at(seq) or b"", ENDS_VERSION, "", data)
+
+
+def _stored_ends(store: EventStore) -> tuple[WriteIndex, int]:
+    found = store.load_snapshot(ENDS_VERSION, "")
+    if found is None or store.hash_at(found[0]) != found[1]:
+        return WriteIndex(), 1
+    try:
+        ends = _ENDS.decode(found[2])
+    except (msgspec.DecodeError, RecursionError):
+        return WriteIndex(), 1  # a damaged snapshot is ignored, never trusted
+    index = WriteIndex(ends={f: FileEnd(offset, lines) for f, offset, lines in ends})
+    return index, found[0] + 1
 
 
 def _stored_index(

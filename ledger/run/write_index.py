@@ -251,6 +251,10 @@ class WriteIndex:
             end.offset += body.length
             end.lines += 1
 
+    def advance(self, location: Location, line: int | None) -> None:
+        """A row recorded at ``location`` (``line``: its 0-based sidecar line)."""
+        self._advance(location, line)
+
     def _advance(self, location: Location, line: int | None) -> None:
         end = self.ends.get(location.file)
         if end is None:
