@@ -29,9 +29,10 @@ from ledger import (
 from ledger.events import StoredEvent
 from projections.coverage import Coverage, coverage
 from projections.decide import TaskDecisions, decide_all
-from projections.open_snapshot import save_left, settle
+from projections.open_snapshot import save_left
 from projections.publish import publish
 from projections.replay import StoredLog, replay
+from projections.settle import settle
 from projections.state import RunState
 
 __all__ = ["ImportResult", "StoreImport", "import_into_store", "import_run"]

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from array import array
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -31,27 +30,17 @@ from ledger import events as ev
 from ledger.policy.log import policy_from_json
 from ledger.run.inputs_seen import InputsSeen, same_file
 from projections.bulk import gc_paused
-from projections.coverage import Coverage, Tally, coverage
+from projections.coverage import Coverage, coverage
 from projections.decide import Decision, decide_all
 from projections.fold import fold_into
-from projections.metrics import RewardMetrics, metrics_of, unfinished_kind
+from projections.metrics import RewardMetrics, metrics_of
 from projections.replay import replay
-from projections.reward_figures import (
-    Figures,
-    Scores,
-    figures_of_scores,
-    merge_scores,
-    pack_scores,
-    sorted_scores,
-    unpack_scores,
-    updated,
-)
+from projections.settle import settle
 from projections.snapshot import CODE_VERSION
-from projections.state import RolloutState, RunState, Settled
+from projections.state import RunState
 
 __all__ = [
     "OPEN_VERSION",
-    "SETTLED_VALUES",
     "AtHead",
     "OpenSnapshot",
     "Opened",
@@ -59,20 +48,15 @@ __all__ = [
     "open_problems",
     "save_left",
     "save_open",
-    "settle",
     "tail_is_open",
 ]
-
-#: The decisions no event but one naming the rollout (or changing the cap, the
-#: policy or the failure budget) can change.
-SETTLED_VALUES = frozenset({"complete", "terminal", "exhausted", "omitted"})
 
 
 def _open_version() -> str:
     # The fold's code, and the code that decides and sums what is left out.
     digest = hashlib.sha256(CODE_VERSION.encode())
     here = Path(__file__).parent
-    names = ("decide.py", "coverage.py", "metrics.py", "reward_figures.py")
+    names = ("decide.py", "coverage.py", "metrics.py", "reward_figures.py", "settle.py")
     for name in (*names, Path(__file__).name):
         digest.update((here / name).read_bytes())
     return "left-" + digest.hexdigest()[:16]
@@ -104,137 +88,6 @@ class OpenSnapshot(msgspec.Struct, array_like=True):
 _DECODER = msgspec.msgpack.Decoder(OpenSnapshot)
 _ENCODER = msgspec.msgpack.Encoder()
 _AT_HEAD = msgspec.msgpack.Decoder(AtHead | None)
-_FIGURES = msgspec.msgpack.Decoder(Figures)
-
-
-class _Sums:
-    """A ``Settled`` being added to, rollout by rollout."""
-
-    def __init__(self, base: Settled | None, after: int) -> None:
-        base = base or Settled()
-        self.settled = msgspec.structs.replace(
-            base,
-            decisions={v: dict(r) for v, r in base.decisions.items()},
-            tasks=dict(base.tasks),
-            task_base=dict(base.task_base),
-            failure_tasks=list(base.failure_tasks),
-            missing_tasks=list(base.missing_tasks),
-        )
-        self.tally = Tally(base)
-        self.tally.base = {}
-        self.base = base
-        self.new_tasks, self.new_scores = array("q"), array("d")
-        self.after = after
-
-    def add(self, task: int, rollout: RolloutState, decision: Decision) -> None:
-        found = self.settled
-        reasons = found.decisions.setdefault(decision.value, {})
-        reasons[decision.reason] = reasons.get(decision.reason, 0) + 1
-        found.rollouts += 1
-        self.tally.add_kind(decision)
-        self.tally.add_rollout(rollout, self.after)
-        if decision.value == "complete":
-            if decision.score is None:
-                found.unscored += 1
-            else:
-                found.scored += 1
-                self.new_tasks.append(task)
-                self.new_scores.append(decision.score)
-            return
-        if decision.value == "omitted":
-            found.omitted += 1
-            return
-        kind = unfinished_kind(rollout)
-        if kind == "missing":
-            found.missing += 1
-            found.missing_tasks.append(task)
-        elif kind == "failure_classes":
-            found.failure_classes += 1
-            found.failure_tasks.append(task)
-        elif kind == "omitted":
-            found.omitted += 1
-        elif kind == "masked":
-            found.metric_masked += 1
-        else:
-            found.other += 1
-
-    def done(self) -> Settled:
-        """The sums, each in one order (R-3: the same log, the same bytes).
-
-        Lists and maps are sorted, so the sums of a prefix settled in one
-        go or over several resumes encode alike. The lists were sorted
-        before and grew by a few: sorting them again is close to linear.
-        """
-        found, tally = self.settled, self.tally
-        found.decisions = {
-            value: dict(sorted(reasons.items()))
-            for value, reasons in sorted(found.decisions.items())
-        }
-        found.failure_tasks.sort()
-        found.missing_tasks.sort()
-        found.tasks = dict(sorted(tally.tasks.items()))
-        found.kinds = dict(sorted(tally.kinds.items()))
-        found.masked, found.suspect = tally.masked, tally.suspect
-        found.reserved, found.outcomes = tally.reserved, tally.outcomes
-        found.duplicates, found.superseded = tally.duplicates, tally.superseded
-        found.counted = tally.counted
-        found.task_base = dict(sorted(found.task_base.items()))
-        base = self.base
-        if self.new_tasks or not base.figures:  # else the base's, unread
-            new = sorted_scores(self.new_tasks, self.new_scores)
-            self.new_tasks, self.new_scores = array("q"), array("d")
-            old: Scores = unpack_scores(base.scores)
-            figures = None
-            if base.figures:  # only the tasks that gained values, again
-                added: dict[int, list[float]] = {}
-                for task, score in zip(*new, strict=True):
-                    added.setdefault(task, []).append(score)
-                figures = updated(_FIGURES.decode(base.figures), old, added)
-            scores = merge_scores(old, new)
-            del old, new
-            found.scores = pack_scores(scores)
-            figures = figures or figures_of_scores(scores)
-            found.figures = _ENCODER.encode(figures)
-        return found
-
-
-def settle(
-    state: RunState,
-    decisions: Mapping[tuple[int, int], Decision],
-    *,
-    consume: bool = False,
-) -> RunState:
-    """``state`` with its settled rollouts moved into ``settled`` (a new state).
-
-    ``decisions`` are ``state``'s (``decide_all``). The rollouts kept are the
-    same objects as ``state``'s: the caller no longer folds into ``state``.
-    ``consume``: each task is taken out of ``state`` once summed, so its
-    settled rollouts are freed as the sums grow (an import, P-9).
-    """
-    sums = _Sums(state.settled, state.before_seq)
-    kept: dict[int, dict[int, RolloutState]] = {}
-    for task in list(state.rollouts):
-        by_rollout = state.rollouts[task]
-        total, done, complete = sums.settled.task_base.pop(task, (0, 0, 0))
-        keep: dict[int, RolloutState] = {}
-        for index, rollout in by_rollout.items():
-            decision = decisions[task, index]
-            if decision.value not in SETTLED_VALUES:
-                keep[index] = rollout
-                continue
-            sums.add(task, rollout, decision)
-            total += 1
-            done += decision.value in ("complete", "omitted")
-            complete += decision.value == "complete"
-        if keep:
-            kept[task] = keep
-            if total:
-                sums.settled.task_base[task] = (total, done, complete)
-        else:
-            sums.tally.add_completion(total, done, complete)
-        if consume:
-            del state.rollouts[task]
-    return msgspec.structs.replace(state, rollouts=kept, settled=sums.done())
 
 
 def save_open(

@@ -146,7 +146,7 @@ if TYPE_CHECKING:
     )
     from projections.fold_rows import FAST_DECODER
     from projections.metrics import pass_at_k, t_quantile_975
-    from projections.open_snapshot import load_open, save_open, settle
+    from projections.open_snapshot import load_open, save_open
     from projections.publish import rendered_files
     from projections.replan import read_materialized
     from projections.replay import apply
@@ -161,6 +161,7 @@ if TYPE_CHECKING:
         updated,
     )
     from projections.reward_figures import summary as reward_summary
+    from projections.settle import settle
     from projections.snapshot import CODE_VERSION, load_snapshot, save_snapshot
     from projections.state import Judgment, RolloutState
 
