@@ -236,7 +236,7 @@ def results_markdown(
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     pending = _pending(outcomes)
     lines = [
-        "# Benchmark results (quality.md, P-1..P-7)",
+        "# Benchmark results (quality.md, P-1..P-9)",
         "",
         f"Mode **{mode}**, measured {stamp}, harness wall time {seconds:.0f} s.",
         "",
