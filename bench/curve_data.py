@@ -10,16 +10,18 @@ Per size, under the harness's workdir (``curve/<rollouts>/``):
   resume needs it: its configuration was never recorded), which records the
   configuration, releases the plan and saves the snapshot of the head: the
   state a clean close leaves.
-- ``killed/``: ``closed/`` after its collector recorded half of the plan that
-  resume released (``rollout-ledger record`` of result rows made from the
-  plan file's first half), then died: the snapshot is the last resume's, and
-  the log after it holds that half's reservations and outcomes. Its collector
-  files are copies (``record`` appends to them).
+- ``killed/``: imported and resumed as ``closed/`` is, then its collector
+  recorded half of the plan that resume released (``rollout-ledger record``
+  of result rows made from the plan file's first half), then died: the
+  snapshot is the last resume's, and the log after it holds that half's
+  reservations and outcomes. Its collector files are copies (``record``
+  appends to them).
 - ``nosnap/``: ``closed/`` with every stored snapshot deleted: the worst case,
   a run no command ever left a snapshot of (a snapshot is an optimization,
   EV-14), whose resume replays the whole log. Shown, not judged.
 
-A resume only reads the collector files, so the other copies link them.
+A resume only reads ``OUT`` and the sidecar, so the other copies link them;
+the materialized inputs are always copied (``linked_copy``).
 """
 
 from __future__ import annotations
@@ -89,10 +91,14 @@ def generate(out: Path, *, rollouts: int, tools: Path) -> dict[str, Any]:
 
 
 def linked_copy(out: Path, folder: Path, *, copy_outputs: bool = False) -> Path:
-    """``out``'s collector files linked into ``folder``, its ledger copied if any.
+    """``out``'s collector files in ``folder``, its ledger copied if any.
 
-    ``copy_outputs``: ``OUT`` and its sidecar are copied, not linked (a
-    command will append to them).
+    ``OUT`` and its sidecar are linked (``copy_outputs``: copied, a command
+    will append to them). The materialized inputs are always copied: a link
+    changes the inode's change time, which a resume reads to trust what the
+    last full read of the inputs found (``ledger.run.inputs_seen``), so a
+    link made while another copy is measured would make that one hash its
+    inputs again at every resume.
     """
     source, target = RunPaths.of(out), RunPaths.of(folder / out.name)
     folder.mkdir(parents=True, exist_ok=True)
@@ -102,7 +108,7 @@ def linked_copy(out: Path, folder: Path, *, copy_outputs: bool = False) -> Path:
     ):
         if not old.exists():
             continue
-        if copy_outputs and old in outputs:
+        if old not in outputs or copy_outputs:
             shutil.copy2(old, new)
             continue
         try:
@@ -134,11 +140,14 @@ def prepare_size(rollouts: int, workdir: Path, tools: Path, log: Log) -> CurveRu
     wrote = time.perf_counter() - started
     closed = linked_copy(gen, base / "closed")
     imported = run_cli(["import", str(closed), "-q"])
+    first = run_cli(["resume", str(closed), *config_args(tools), "--allow-unsafe"])
+    # Its own import and first resume: the snapshot knows its own inputs' file.
+    killed = linked_copy(gen, base / "killed", copy_outputs=True)
+    run_cli(["import", str(killed), "-q"])
     plan = base / "plan.jsonl"
-    first = run_cli(
-        ["resume", str(closed), *config_args(tools), "--allow-unsafe", "-o", str(plan)]
+    run_cli(
+        ["resume", str(killed), *config_args(tools), "--allow-unsafe", "-o", str(plan)]
     )
-    killed = linked_copy(closed, base / "killed", copy_outputs=True)
     outcomes = base / "outcomes.jsonl"
     half = _half_recorded(plan, outcomes)
     recorded = run_cli(["record", str(killed), str(outcomes)])

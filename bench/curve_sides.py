@@ -83,14 +83,13 @@ def resume_closed(where: Where) -> CurvePoint:
 
 
 def resume_real(where: Where) -> CurvePoint:
-    """``resume`` (it records the release and publishes) after a clean close, on
-    a copy of the run's ledger (the copy not timed)."""
-    folder = where.scratch / f"resume-{where.round}"
-    out = linked_copy(where.run.closed, folder)
-    try:
-        done = run_cli(["resume", str(out), *config_args(where.tools)])
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    """``resume`` (it records the release and publishes) after a clean close.
+
+    On ``closed/`` itself: a resume leaves it as it found it, closed cleanly
+    with the snapshot at the head (two more events), so the other sides
+    measure the same state whether they come before or after it.
+    """
+    done = run_cli(["resume", str(where.run.closed), *config_args(where.tools)])
     plan = next((x for x in done.stdout.splitlines() if x.startswith("plan:")), "")
     return CurvePoint(done.wall_s, done.peak_mib, plan.removeprefix("plan: "))
 
