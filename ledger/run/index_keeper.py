@@ -96,7 +96,8 @@ class _OmissionWhere(msgspec.Struct, tag_field="kind", tag="omission_saved"):
 
 #: An outcome event read for where its row is, its facts skipped (a third of
 #: the time of a whole decode): the tag still refuses a body of another kind.
-_WHERE = {
+_Where = _ResultWhere | _FailureWhere | _OmissionWhere
+_WHERE: dict[str, msgspec.json.Decoder[_Where]] = {
     "result_saved": msgspec.json.Decoder(_ResultWhere),
     "failure_saved": msgspec.json.Decoder(_FailureWhere),
     "omission_saved": msgspec.json.Decoder(_OmissionWhere),
