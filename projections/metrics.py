@@ -50,6 +50,7 @@ __all__ = [
     "PassAtK",
     "RewardMetrics",
     "TaskMean",
+    "figure_slot",
     "metrics_of",
     "pass_at_k",
     "reward_metrics",
@@ -227,33 +228,32 @@ class _Sorted:
         failures_as_zero: bool,
         missing_as_zero: bool,
     ) -> None:
-        if decision.value == "complete":
-            if decision.score is None:
-                self.unscored += 1
-            else:
-                self.scored += 1
-                self.add(task, decision.score)
-            return
-        if decision.value == "omitted":
-            self.omitted += 1
-            return
-        kind = unfinished_kind(rollout)
-        if kind == "missing":
-            self.missing += 1
-            if missing_as_zero:
-                self.missing_zeros += 1
-                self.add(task, 0.0)
-        elif kind == "failure_classes":
-            self.failure_classes += 1
-            if failures_as_zero:
-                self.failure_zeros += 1
-                self.add(task, 0.0)
-        elif kind == "omitted":
-            self.omitted += 1
-        elif kind == "masked":
-            self.masked += 1
-        else:
-            self.other += 1
+        slot = figure_slot(rollout, decision)
+        setattr(self, slot, getattr(self, slot) + 1)
+        if slot == "scored":
+            self.add(task, decision.score or 0.0)
+        elif slot == "missing" and missing_as_zero:
+            self.missing_zeros += 1
+            self.add(task, 0.0)
+        elif slot == "failure_classes" and failures_as_zero:
+            self.failure_zeros += 1
+            self.add(task, 0.0)
+
+
+def figure_slot(rollout: RolloutState, decision: Decision) -> str:
+    """Where ``rollout`` (decided ``decision``) counts in the reward figures.
+
+    One of ``scored``, ``unscored``, ``omitted``, ``missing``,
+    ``failure_classes``, ``masked`` and ``other``: each a counter's name.
+
+    A complete rollout is scored (its score enters the mean) or unscored; an
+    omitted one is omitted; any other is counted by ``unfinished_kind``.
+    """
+    if decision.value == "complete":
+        return "unscored" if decision.score is None else "scored"
+    if decision.value == "omitted":
+        return "omitted"
+    return unfinished_kind(rollout)
 
 
 def unfinished_kind(rollout: RolloutState) -> str:

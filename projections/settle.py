@@ -18,7 +18,7 @@ import msgspec
 
 from projections.coverage import Tally
 from projections.decide import Decision
-from projections.metrics import unfinished_kind
+from projections.metrics import figure_slot
 from projections.reward_figures import (
     Figures,
     Scores,
@@ -68,30 +68,16 @@ class _Sums:
         found.rollouts += 1
         self.tally.add_kind(decision)
         self.tally.add_rollout(rollout, self.after)
-        if decision.value == "complete":
-            if decision.score is None:
-                found.unscored += 1
-            else:
-                found.scored += 1
-                self.new_tasks.append(task)
-                self.new_scores.append(decision.score)
-            return
-        if decision.value == "omitted":
-            found.omitted += 1
-            return
-        kind = unfinished_kind(rollout)
-        if kind == "missing":
-            found.missing += 1
+        slot = figure_slot(rollout, decision)
+        counter = "metric_masked" if slot == "masked" else slot
+        setattr(found, counter, getattr(found, counter) + 1)
+        if slot == "scored":
+            self.new_tasks.append(task)
+            self.new_scores.append(decision.score or 0.0)
+        elif slot == "missing":
             found.missing_tasks.append(task)
-        elif kind == "failure_classes":
-            found.failure_classes += 1
+        elif slot == "failure_classes":
             found.failure_tasks.append(task)
-        elif kind == "omitted":
-            found.omitted += 1
-        elif kind == "masked":
-            found.metric_masked += 1
-        else:
-            found.other += 1
 
     def done(self) -> Settled:
         """The sums, each in one order (R-3: the same log, the same bytes).
