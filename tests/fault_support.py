@@ -99,9 +99,16 @@ class KillPoint:
     @property
     def kind(self) -> str:
         """The system call and the class of run file it touches."""
-        call = re.sub(r"AT_FDCWD<[^>]*>", "AT_FDCWD", self.call)
-        found = re.findall(r"<(/[^>]*)>|\"(/[^\"]*)\"", call)
-        classes = sorted({_file_class(a or b) for a, b in found})
+        if self.name in _FD_CALLS:
+            # Only the descriptor's file: the bytes a write carries are data,
+            # and random bytes (a WAL frame's salt) may spell '"/'.
+            fd = re.match(r"[a-z0-9_]+\(\d+<([^>]*)>", self.call)
+            paths = [fd[1]] if fd is not None else []
+        else:
+            call = re.sub(r"AT_FDCWD<[^>]*>", "AT_FDCWD", self.call)
+            found = re.findall(r"<(/[^>]*)>|\"(/[^\"]*)\"", call)
+            paths = [a or b for a, b in found]
+        classes = sorted({_file_class(path) for path in paths})
         if classes == ["shm"]:  # SQLite's shared memory, rebuilt from the WAL
             return "any(shm)"
         return f"{_CALL_CLASS.get(self.name, self.name)}({','.join(classes)})"
