@@ -61,11 +61,17 @@ class RowFold(FoldStep):
     """A ``FoldStep`` that also folds stored rows, undecoded."""
 
     def fold_rows(
-        self, rows: Iterator[FoldRow], path: Any, row_at: Callable[[int], EventRow]
+        self,
+        rows: Iterator[FoldRow],
+        path: Any,
+        row_at: Callable[[int], EventRow],
+        admit: Callable[[str, Any], None] | None = None,
     ) -> int | None:
         """Fold stored rows, decoding each as ``Ledger.events`` would; the last seq.
 
         ``row_at(seq)`` reads one stored row, for the few kinds that fold ``at``.
+        ``admit(kind, body)``, given, sees each decoded body before it is
+        folded; what it raises stops the fold there.
         """
         handlers, decode = HANDLERS, FAST_DECODER.decode
         outcomes, rollouts = self.outcomes, self.state.rollouts
@@ -80,6 +86,8 @@ class RowFold(FoldStep):
                 body = _checked_body(seq, kind, data, path)
             if type(body) is not expected:
                 body = _checked_body(seq, kind, data, path)
+            if admit is not None:
+                admit(kind, body)
             last = seq
             mode = _MODE_OF_KIND[kind]
             if mode == _RESERVED:  # _attempt_reserved, inlined: half of a log

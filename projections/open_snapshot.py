@@ -19,22 +19,19 @@ resume need not hash the whole file again while the file is untouched.
 from __future__ import annotations
 
 import hashlib
-import itertools
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import msgspec
 
 from ledger import Ledger
 from ledger import events as ev
-from ledger.policy.log import policy_from_json
 from ledger.run.inputs_seen import InputsSeen, same_file
 from projections.bulk import gc_paused
 from projections.coverage import Coverage, coverage
 from projections.decide import Decision, decide_all
-from projections.fold import fold_into
 from projections.metrics import RewardMetrics, metrics_of
-from projections.replay import replay
+from projections.replay import fold_after, replay
 from projections.settle import settle
 from projections.snapshot import CODE_VERSION
 from projections.state import RunState
@@ -150,15 +147,56 @@ _NEUTRAL = frozenset(
         "legacy_imported",
     }
 )
-#: The events that change one rollout, named in their body.
-_NAMED = (
-    ev.AttemptReserved,
-    ev.ResultSaved,
-    ev.FailureSaved,
-    ev.OmissionSaved,
-    ev.JudgeAdmitted,
-    ev.RerunApproved,
+#: The kinds of events that change one rollout, named in their body.
+_NAMED = frozenset(
+    {
+        "attempt_reserved",
+        "result_saved",
+        "failure_saved",
+        "omission_saved",
+        "judge_admitted",
+        "rerun_approved",
+    }
 )
+
+
+class _Reopened(Exception):
+    """An event of the tail touches what the snapshot left out: replay in full."""
+
+
+class _OpenGuard:
+    """Admits each event of a tail while it leaves the settled rollouts be.
+
+    It reads the body as either decoder gives it (``Ledger.events``, or the
+    replay's fast path, whose outcomes keep their facts as bytes): only the
+    kind, the rollout it names and a judge's admission id.
+    """
+
+    def __init__(self, state: RunState) -> None:
+        self.rollouts = state.rollouts
+        self.admissions = dict(state.open_admissions)
+
+    def admit(self, kind: str, body: object) -> None:
+        """Return when the event leaves the settled rollouts be, else raise."""
+        if kind in _NEUTRAL:
+            return
+        if kind in _NAMED:
+            task, index = body.task, body.rollout  # type: ignore[attr-defined]
+            if index not in self.rollouts.get(task, {}):
+                raise _Reopened
+            if kind == "judge_admitted":
+                self.admissions[body.admission_id] = (  # type: ignore[attr-defined]
+                    task,
+                    index,
+                    body.attempt,  # type: ignore[attr-defined]
+                )
+            return
+        if kind == "judge_outcome_saved":
+            key = self.admissions.pop(body.admission_id, None)  # type: ignore[attr-defined]
+            if key is None or key[1] not in self.rollouts.get(key[0], {}):
+                raise _Reopened
+            return
+        raise _Reopened
 
 
 def tail_is_open(state: RunState, events: Iterable[ev.StoredEvent]) -> bool:
@@ -168,39 +206,20 @@ def tail_is_open(state: RunState, events: Iterable[ev.StoredEvent]) -> bool:
     that changes what every decision reads (the cap, the policy, the failure
     budget, a new run), means the caller must replay in full.
     """
-    return _open_tail(state, events) is not None
-
-
-def _open_tail(state: RunState, events: Iterable[ev.StoredEvent]) -> int | None:
-    """The last seq of ``events`` when ``tail_is_open`` (else ``None``)."""
-    rollouts = state.rollouts
-    admissions = dict(state.open_admissions)
-    last = state.as_of_seq
-    for event in events:
-        last = event.seq
-        kind, body = event.kind, event.body
-        if kind in _NEUTRAL:
-            continue
-        if isinstance(body, _NAMED):
-            task, index = body.task, body.rollout
-            if index not in rollouts.get(task, {}):
-                return None
-            if isinstance(body, ev.JudgeAdmitted):
-                admissions[body.admission_id] = (task, index, body.attempt)
-            continue
-        if isinstance(body, ev.JudgeOutcomeSaved):
-            key = admissions.pop(body.admission_id, None)
-            if key is None or key[1] not in rollouts.get(key[0], {}):
-                return None
-            continue
-        return None
-    return last
+    guard = _OpenGuard(state)
+    try:
+        for event in events:
+            guard.admit(event.kind, event.body)
+    except _Reopened:
+        return False
+    return True
 
 
 class Opened(msgspec.Struct):
     """What the snapshot of what is left gave: the state at the head, if usable."""
 
-    state: RunState | None  # None: replay in full (the tail touches a settled one)
+    #: None: replay in full (the tail touches a settled one, or not ``usable``).
+    state: RunState | None
     inputs: InputsSeen | None
     #: When no event followed the snapshot: what status shows, still encoded.
     head_figures: msgspec.Raw | None = None
@@ -216,7 +235,9 @@ class Opened(msgspec.Struct):
             return None  # EV-14: an optimization only
 
 
-def load_open(ledger: Ledger) -> Opened | None:
+def load_open(
+    ledger: Ledger, *, usable: Callable[[RunState], bool] | None = None
+) -> Opened | None:
     """The snapshot of what is left, brought to the head when it can be.
 
     The snapshot must be this code's and still in the log (its head hash at
@@ -224,6 +245,8 @@ def load_open(ledger: Ledger) -> Opened | None:
     when ``tail_is_open``, under the policy the snapshot was folded under (a
     change of policy after it is not an open tail). No event before it is
     read: not even the run's first, whose index holds one entry per rollout.
+    ``usable(state)``, given, is asked of the snapshot before any of its tail
+    is read (a caller that must replay in full anyway reads none of it).
     """
     found = ledger.load_snapshot(OPEN_VERSION, "")
     if found is None:
@@ -236,16 +259,19 @@ def load_open(ledger: Ledger) -> Opened | None:
     state = snapshot.state
     if state.as_of_seq != found[0] or state.settled is None:
         return None
-    start = state.as_of_seq
-    # Checked, then folded, each as read: the tail is never held (P-8). The
-    # fold stops at the last event checked: a writer may append meanwhile.
-    last = _open_tail(state, ledger.events(start + 1))
-    if last is None:
+    if usable is not None and not usable(state):  # nothing of the tail read
         return Opened(None, snapshot.inputs)
-    if last == start:
+    # One pass: each event checked as a link of the chain, admitted, then
+    # folded (replay's fast path), never held (P-8). An event that reopens a
+    # settled rollout stops it: the state, the snapshot's own copy, is then
+    # dropped for a full replay. A writer appending meanwhile is not waited for.
+    guard = _OpenGuard(state)
+    try:
+        folded = fold_after(ledger, state, admit=guard.admit)
+    except _Reopened:
+        return Opened(None, snapshot.inputs)
+    if not folded:
         return Opened(state, snapshot.inputs, snapshot.at_head)
-    checked = itertools.takewhile(lambda e: e.seq <= last, ledger.events(start + 1))
-    fold_into(state, checked, policy_from_json(state.policy))
     return Opened(state, snapshot.inputs)
 
 

@@ -14,7 +14,7 @@ distinct bytes (``projections.fold_rows``), the garbage collector paused.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import msgspec
@@ -22,7 +22,7 @@ import msgspec
 from ledger import events as ev
 from ledger.errors import CorruptLedger
 from ledger.event_views import RunCreatedPolicy, RunCreatedRawIndex
-from ledger.policy.log import policy_from_events
+from ledger.policy.log import policy_from_events, policy_from_json
 from ledger.policy.model import RecoveryPolicy
 from ledger.store.decode import decode_row
 from ledger.store.port import EventRow
@@ -32,7 +32,7 @@ from projections.fold_rows import FoldRow, RowFold
 from projections.snapshot import load_snapshot, save_snapshot
 from projections.state import RunState
 
-__all__ = ["EventSource", "StoredLog", "apply", "head_policy", "replay"]
+__all__ = ["EventSource", "StoredLog", "apply", "fold_after", "head_policy", "replay"]
 
 _POLICY_KINDS = ("run_created", "policy_changed")
 #: A writer's replay that folded at least this many events saves its state.
@@ -97,6 +97,28 @@ def replay(
 def apply(state: RunState, event: ev.StoredEvent, policy: RecoveryPolicy) -> None:
     """Fold one more event into ``state`` (the incremental view of R-3)."""
     FoldStep(state, policy).apply(event)
+
+
+def fold_after(
+    log: StoredLog,
+    state: RunState,
+    *,
+    admit: Callable[[str, Any], None] | None = None,
+) -> bool:
+    """Fold the log's events after ``state``'s head into it, under its policy.
+
+    Replay's fast path, each row checked as the chain that follows the head.
+    ``admit(kind, body)`` sees each body first: what it raises stops the
+    fold, and leaves ``state`` part-folded (the caller drops it). Whether any
+    event was folded.
+    """
+    with gc_paused():
+        step = RowFold(state, policy_from_json(state.policy))
+        last = _fold_tail(step, log, state.as_of_seq + 1, admit)
+    if last is None:
+        return False
+    step.at(last, _hash_at(log, last))
+    return True
 
 
 def head_policy(log: StoredLog) -> RecoveryPolicy:
@@ -193,10 +215,15 @@ def _hash_at(log: StoredLog, seq: int) -> bytes:
     return bytes(_row_at(log, seq).hash)
 
 
-def _fold_tail(step: RowFold, log: StoredLog, from_seq: int) -> int | None:
+def _fold_tail(
+    step: RowFold,
+    log: StoredLog,
+    from_seq: int,
+    admit: Callable[[str, Any], None] | None = None,
+) -> int | None:
     """Fold the log's rows from ``from_seq``; the last seq folded, if any."""
     rows = log.rows_for_fold(from_seq)
-    return step.fold_rows(rows, log.where, lambda seq: _row_at(log, seq))
+    return step.fold_rows(rows, log.where, lambda seq: _row_at(log, seq), admit)
 
 
 def _replay_from_start(log: StoredLog) -> RunState | None:

@@ -274,16 +274,16 @@ def _replayed(
     head, and nothing the resume records reopens a settled rollout (a larger
     cap, a policy change, approvals); otherwise a full replay.
     """
-    opened = load_open(ledger)
+
+    def usable(left: RunState) -> bool:
+        return (
+            changed is None and approvals is None and extend_attempts <= left.extension
+        )
+
+    opened = load_open(ledger, usable=usable)
     seen = None if opened is None else opened.inputs
-    left = None if opened is None else opened.state
-    if (
-        left is not None
-        and changed is None
-        and approvals is None
-        and extend_attempts <= left.extension
-    ):
-        return left, seen
+    if opened is not None and opened.state is not None:
+        return opened.state, seen
     return replay(ledger, policy_override=changed), seen
 
 

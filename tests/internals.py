@@ -123,7 +123,7 @@ if TYPE_CHECKING:
     )
     from ledger.rows.kinds import own_failure_kind, row_kind
     from ledger.rows.rules import FinalContext, row_route
-    from ledger.run.index_keeper import IndexKeeper
+    from ledger.run.index_keeper import ENDS_VERSION, IndexKeeper
     from ledger.run.inputs_seen import InputsSeen, still_seen
     from ledger.run.plan_record import record_plan_rows
     from ledger.run.recorder import Recorder
@@ -173,6 +173,7 @@ __all__ = [
     "CODE_VERSION",
     "DEFAULT_POLICY",
     "DEFAULT_REGRADE_KINDS",
+    "ENDS_VERSION",
     "FAST_DECODER",
     "HANDLERS",
     "IGNORED_KINDS",

@@ -16,7 +16,13 @@ import pytest
 
 from ledger import Ledger
 from projections import replan, resume, verify
-from tests.internals import INDEX_CODE_VERSION, INDEX_KINDS, WriteIndex
+from tests.internals import (
+    ENDS_VERSION,
+    INDEX_CODE_VERSION,
+    INDEX_KINDS,
+    SQLiteStore,
+    WriteIndex,
+)
 from tests.test_resume import Run
 
 
@@ -129,3 +135,30 @@ def test_ev_14_a_stored_index_whose_event_changed_is_not_used(run: Run) -> None:
         assert led.load_snapshot(INDEX_CODE_VERSION, "") is None
     with Ledger.open(run.out, lock=run.lock) as led:
         assert led.write_index().encode() == _full_fold(run.out)
+
+
+def test_p_8_a_long_recording_keeps_its_file_ends_close_to_its_head(
+    run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The writer stores the file ends every 3 events it appends (the lowered
+    # threshold), so an open after it folds a short tail, also after a kill.
+    _record_some(run, 8)
+    with Ledger.open(run.out) as led:
+        head = led.head()[0]
+        found = led.load_snapshot(ENDS_VERSION, "")
+        assert found is not None
+        assert head - found[0] < 3
+        assert verify(led) == []  # what it stored is a refold's (EV-14)
+    read: list[int] = []
+    original = SQLiteStore.rows
+
+    def counting(self: SQLiteStore, from_seq: int = 1, **kw: object) -> object:
+        for row in original(self, from_seq, **kw):  # type: ignore[arg-type]
+            read.append(row.seq)
+            yield row
+
+    monkeypatch.setattr(SQLiteStore, "rows", counting)
+    with Ledger.open(run.out) as led:
+        assert led.waiting() == ()
+    assert all(seq > found[0] for seq in read)
+    assert len(read) < 3

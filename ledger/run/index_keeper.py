@@ -9,11 +9,13 @@ SC-4) it folds what they appended too.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 
 import msgspec
 
+from ledger.errors import StorageError
 from ledger.events import Event, Location
 from ledger.run.write_index import (
     END_KINDS,
@@ -32,6 +34,8 @@ __all__ = [
     "fold_index",
     "save_ends",
 ]
+
+logger = logging.getLogger("ledger")
 
 
 def fold_index(
@@ -194,6 +198,7 @@ class IndexKeeper:
         self._unfolded: list[Event] = []
         self._unfolded_guard = threading.Lock()
         self._stale = False
+        self._appended = 0  # events appended since the file ends were stored
 
     @property
     def _index(self) -> WriteIndex:
@@ -234,8 +239,11 @@ class IndexKeeper:
                     apply(body)
         return self._index
 
-    def follow(self, bodies: Sequence[Event]) -> None:
-        """Keep in step with ``bodies`` just appended (called under ``guard``)."""
+    def follow(self, bodies: Sequence[Event], head: int | None = None) -> None:
+        """Keep in step with ``bodies`` just appended (called under ``guard``).
+
+        ``head``: the seq of the last of them, for keeping the file ends.
+        """
         if self._shared:
             self.catch_up()  # others append too: fold the log itself (SC-4)
             return
@@ -245,6 +253,28 @@ class IndexKeeper:
                 self._unfolded = []
             else:
                 self._unfolded.extend(bodies)
+        if head is not None:
+            self._keep_ends(head, len(bodies))
+
+    def _keep_ends(self, head: int, appended: int) -> None:
+        """Store the file ends once every ``save_every`` events appended (P-8).
+
+        A lock holder recording a long round leaves them close to its last
+        append, also when it is killed: the next open (a resume's check for
+        rows waiting, a writer's repair) folds a short tail, not the round.
+        Only an index already folded and current is stored; a failed save
+        loses nothing (EV-14), the append it follows has committed.
+        """
+        if self._save_every is None or self._folded is None:
+            return
+        self._appended += appended
+        if self._appended < self._save_every or self._stale:
+            return
+        self._appended = 0
+        try:
+            save_ends(self._store, self.index, head)
+        except StorageError as exc:
+            logger.debug("the file ends were not stored: %s", exc)
 
     def catch_up(self) -> bool:
         """Fold what other writers appended, now; whether anyone else appends."""

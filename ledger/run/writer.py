@@ -85,7 +85,7 @@ class Writer:
         new = [make(NewEvent, (fast_kind(b), at, actor, check(b))) for b in bodies]
         with self.keeper.guard:
             rows = self._store.append_many(new, expected_seq=expected_seq)
-            self.keeper.follow(bodies)
+            self.keeper.follow(bodies, rows[-1].seq if rows else None)
         return [
             stored_from_row(row, body) for row, body in zip(rows, bodies, strict=True)
         ]
@@ -115,7 +115,7 @@ class Writer:
             rows, bodies = self._sink.commit(
                 ops, encode=encode, recorded_ends=ends, written=written
             )
-            self.keeper.follow(bodies)
+            self.keeper.follow(bodies, rows[-1].seq if rows else None)
         return [
             stored_from_row(row, body) for row, body in zip(rows, bodies, strict=True)
         ]
