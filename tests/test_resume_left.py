@@ -248,6 +248,36 @@ class _Spy:
         monkeypatch.setattr(os, "pread", pread)
 
 
+def test_p_8_a_resume_after_a_kill_reads_the_tail_once(
+    run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The fixture's results were recorded after the last resume's snapshot:
+    # the tail a killed collector leaves. It is read once, replay's way.
+    with Ledger.open(run.out) as led:
+        head = led.head()[0]
+    reads: list[int] = []
+    decoded: list[int] = []
+    fold_read = Ledger.rows_for_fold
+    events_read = Ledger.events
+
+    def counting_fold(self: Ledger, from_seq: int = 1) -> Any:
+        reads.append(from_seq)
+        return fold_read(self, from_seq)
+
+    def counting_events(self: Ledger, from_seq: int = 1, **kw: Any) -> Any:
+        decoded.append(from_seq)
+        return events_read(self, from_seq, **kw)
+
+    monkeypatch.setattr(Ledger, "rows_for_fold", counting_fold)
+    monkeypatch.setattr(Ledger, "events", counting_events)
+    found = run.resume(dry_run=True)
+    assert found.state.settled is not None  # from the snapshot of what is left
+    assert found.state.as_of_seq == head
+    assert len(reads) == 1
+    assert 1 < reads[0] < head  # a tail after the snapshot, not empty
+    assert decoded == []  # never decoded a second time
+
+
 def test_p_8_a_resume_with_a_snapshot_reads_no_row_it_does_not_dispatch(
     run: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
