@@ -7,6 +7,7 @@ the checks before it.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -123,8 +124,20 @@ class _Deliverable(msgspec.Struct):
 _DELIVERABLE_DECODER = msgspec.json.Decoder(_Deliverable)
 
 
+#: A JSON escape of an ASCII letter or "_": how a ROW-63 key could be written
+#: without spelling its name (collectors escape control and non-ASCII
+#: characters, and "<", ">", "&" at most, none of them in a key).
+_ESCAPED_LETTER = re.compile(rb"\\u00[4-7][0-9a-fA-F]")
+
+
 def _deliverable(data: bytes | None) -> dict[str, Any]:
     """ROW-63: the plan item's deliverable fields for the row ``data`` holds."""
+    if (
+        data is not None
+        and b"deliverable" not in data  # in both keys' names
+        and _ESCAPED_LETTER.search(data) is None
+    ):
+        return {}  # the row cannot name a deliverable: nothing to decode (P-8)
     try:
         found = _DELIVERABLE_DECODER.decode(data or b"")
     except (msgspec.DecodeError, RecursionError):

@@ -264,6 +264,24 @@ def test_row_63_deliverables_dir_alone_names_a_kept_deliverable(
     assert item.reuse_cached_deliverable is True
 
 
+def test_row_63_a_key_written_with_escapes_still_names_the_deliverable(
+    tmp_path: Path,
+) -> None:
+    """The plan skips decoding rows that cannot name a deliverable: not these."""
+    out = copy_fixture("s09", tmp_path)
+    sidecar = out.with_name("rollouts_failures.jsonl")
+    text = sidecar.read_text(encoding="utf-8")
+    for key in ("reuse_cached_deliverable", "deliverables_dir"):
+        assert f'"{key}"' in text
+        escaped = key.replace("_", "\\u005f")  # the same key, JSON-escaped
+        text = text.replace(f'"{key}"', f'"{escaped}"')
+    sidecar.write_text(text, encoding="utf-8")
+    import_run(out)
+    (item,) = released_plan(out).rejudge
+    assert item.reuse_cached_deliverable is True
+    assert item.deliverables_dir == "/runs/deliverables/task_t0/repeat_0"
+
+
 def test_row_63_an_empty_deliverables_dir_names_none(tmp_path: Path) -> None:
     """s09 without a deliverable is s10's shape again: held for an operator."""
 
