@@ -75,9 +75,10 @@ def test_r_1_a_write_is_of_its_descriptors_file_whatever_bytes_it_carries() -> N
     # A WAL frame's random salt once spelled '"/' in the bytes strace printed,
     # and the kill point counted a path that was only data: the killed trial,
     # with other salt, then looked like another kind of call.
+    wal = "7 pwrite64(7</r/ledger.db-wal>, "
     trace = (
-        '7 pwrite64(7</r/ledger.db-wal>, "\\0\\0\\10jc\\373\\"/\\225\\232", 24, 53592) = 24\n'
-        '7 pwrite64(7</r/ledger.db-wal>, "\\0\\0\\10x\\330?\\335_u\\324f", 24, 53592) = 24\n'
+        f'{wal}"\\0\\0\\10jc\\373\\"/\\225\\232", 24, 53592) = 24\n'
+        f'{wal}"\\0\\0\\10x\\330?\\335_u\\324f", 24, 53592) = 24\n'
     )
     first, second = kill_points(trace, RUN)
     assert first.kind == second.kind == "write(wal)"
