@@ -235,9 +235,17 @@ def test_cli6_report_serve_serves_the_page_made_afresh(demo: tuple[Path, str]) -
         refused.value.close()
     finally:
         server.send_signal(signal.SIGINT)
-        assert server.wait(timeout=30) == 0
-        assert server.stderr is not None
-        server.stderr.close()
+        try:
+            # Generous: one run of the full suite on a loaded host once saw it
+            # still running 30 s after ^C (never reproduced alone).
+            code = server.wait(timeout=120)
+        finally:
+            if server.poll() is None:  # never left behind for the next test
+                server.kill()
+                server.wait()
+            assert server.stderr is not None
+            server.stderr.close()
+        assert code == 0
 
 
 def test_cli16_report_json_summarizes_the_page(
