@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -176,23 +177,19 @@ class _OpenGuard:
         self.rollouts = state.rollouts
         self.admissions = dict(state.open_admissions)
 
-    def admit(self, kind: str, body: object) -> None:
+    def admit(self, kind: str, body: Any) -> None:
         """Return when the event leaves the settled rollouts be, else raise."""
         if kind in _NEUTRAL:
             return
         if kind in _NAMED:
-            task, index = body.task, body.rollout  # type: ignore[attr-defined]
+            task, index = body.task, body.rollout
             if index not in self.rollouts.get(task, {}):
                 raise _Reopened
             if kind == "judge_admitted":
-                self.admissions[body.admission_id] = (  # type: ignore[attr-defined]
-                    task,
-                    index,
-                    body.attempt,  # type: ignore[attr-defined]
-                )
+                self.admissions[body.admission_id] = (task, index, body.attempt)
             return
         if kind == "judge_outcome_saved":
-            key = self.admissions.pop(body.admission_id, None)  # type: ignore[attr-defined]
+            key = self.admissions.pop(body.admission_id, None)
             if key is None or key[1] not in self.rollouts.get(key[0], {}):
                 raise _Reopened
             return
@@ -267,10 +264,10 @@ def load_open(
     # dropped for a full replay. A writer appending meanwhile is not waited for.
     guard = _OpenGuard(state)
     try:
-        folded = fold_after(ledger, state, admit=guard.admit)
+        last = fold_after(ledger, state, admit=guard.admit)
     except _Reopened:
         return Opened(None, snapshot.inputs)
-    if not folded:
+    if last is None:
         return Opened(state, snapshot.inputs, snapshot.at_head)
     return Opened(state, snapshot.inputs)
 

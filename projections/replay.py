@@ -103,22 +103,23 @@ def fold_after(
     log: StoredLog,
     state: RunState,
     *,
+    policy: RecoveryPolicy | None = None,
     admit: Callable[[str, Any], None] | None = None,
-) -> bool:
-    """Fold the log's events after ``state``'s head into it, under its policy.
+) -> int | None:
+    """Fold the log's events after ``state``'s head into it; the last seq folded.
 
-    Replay's fast path, each row checked as the chain that follows the head.
+    Replay's fast path, each row checked as the chain that follows the head,
+    under ``policy`` (by default the one ``state`` was folded under).
     ``admit(kind, body)`` sees each body first: what it raises stops the
-    fold, and leaves ``state`` part-folded (the caller drops it). Whether any
-    event was folded.
+    fold, and leaves ``state`` part-folded (the caller drops it). ``None``
+    when no event followed the head.
     """
     with gc_paused():
-        step = RowFold(state, policy_from_json(state.policy))
+        step = RowFold(state, policy or policy_from_json(state.policy))
         last = _fold_tail(step, log, state.as_of_seq + 1, admit)
-    if last is None:
-        return False
-    step.at(last, _hash_at(log, last))
-    return True
+        if last is not None:
+            step.at(last, _hash_at(log, last))
+    return last
 
 
 def head_policy(log: StoredLog) -> RecoveryPolicy:
@@ -149,14 +150,10 @@ def _read(
             started = _replay_from_start(log)
             if started is not None:
                 return started
-    from_seq = 1 if state is None else state.as_of_seq + 1
-    with gc_paused():
-        folded = state if state is not None else RunState()
-        folded.policy = policy.to_json_dict()
-        step = RowFold(folded, policy)
-        last = _fold_tail(step, log, from_seq)
-        if last is not None:
-            step.at(last, _hash_at(log, last))
+    folded = state if state is not None else RunState()
+    folded.policy = policy.to_json_dict()
+    from_seq = folded.as_of_seq + 1
+    last = fold_after(log, folded, policy=policy)
     if (
         use_snapshot
         and policy_override is None

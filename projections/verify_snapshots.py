@@ -12,7 +12,7 @@ import msgspec
 
 from ledger import Ledger
 from ledger.policy.log import policy_from_json
-from ledger.run.index_keeper import ENDS_VERSION
+from ledger.run.index_keeper import ENDS_VERSION, encode_ends
 from ledger.run.write_index import (
     END_KINDS,
     INDEX_CODE_VERSION,
@@ -71,11 +71,7 @@ def ends_problems(ledger: Ledger) -> Problems:
         return []
     seq, _, stored = found
     events = (e for e in ledger.events(1, kinds=END_KINDS) if e.seq <= seq)
-    ends = WriteIndex.build(events).ends
-    refolded = msgspec.msgpack.encode(
-        sorted((f, e.offset, e.lines) for f, e in ends.items())
-    )
-    if refolded != stored:
+    if encode_ends(WriteIndex.build(events)) != stored:
         return [
             (
                 "the stored file ends differ from a refold of the events they "

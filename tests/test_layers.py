@@ -117,8 +117,9 @@ LEDGER_INTERNALS: dict[str, tuple[frozenset[str], str]] = {
         "the proof is the snapshot's, of no use to a caller",
     ),
     "ledger.run.index_keeper": (
-        frozenset({"ENDS_VERSION"}),
-        "verify compares the stored file ends with a refold of their events",
+        frozenset({"ENDS_VERSION", "encode_ends"}),
+        "verify compares the stored file ends with a refold of their events, "
+        "encoded as the writer stores them",
     ),
     "ledger.run.write_index": (
         frozenset({"END_KINDS", "INDEX_CODE_VERSION", "INDEX_KINDS", "WriteIndex"}),

@@ -30,6 +30,7 @@ from ledger.store.port import EventRow, EventStore
 __all__ = [
     "ENDS_VERSION",
     "IndexKeeper",
+    "encode_ends",
     "fold_ends",
     "fold_index",
     "save_ends",
@@ -123,11 +124,16 @@ def _apply_end(index: WriteIndex, row: EventRow, where: str) -> None:
     index.apply(decode_row(row, path=where).body)
 
 
-def save_ends(store: EventStore, index: WriteIndex, seq: int) -> None:
-    """Store ``index``'s file ends as of ``seq`` (whose events it folded)."""
-    data = msgspec.msgpack.encode(
+def encode_ends(index: WriteIndex) -> bytes:
+    """``index``'s file ends as stored under ``ENDS_VERSION``."""
+    return msgspec.msgpack.encode(
         sorted((f, e.offset, e.lines) for f, e in index.ends.items())
     )
+
+
+def save_ends(store: EventStore, index: WriteIndex, seq: int) -> None:
+    """Store ``index``'s file ends as of ``seq`` (whose events it folded)."""
+    data = encode_ends(index)
     store.save_snapshot(seq, store.hash_at(seq) or b"", ENDS_VERSION, "", data)
 
 

@@ -37,20 +37,6 @@ __all__ = ["END_KINDS", "INDEX_CODE_VERSION", "Attempt", "FileEnd", "WriteIndex"
 
 Attempt = tuple[int, int, int]
 
-#: The kinds the index folds; the writer reads only these on open.
-INDEX_KINDS = (
-    "run_created",
-    "attempts_released",
-    "resume_started",
-    "attempt_reserved",
-    "judge_admitted",
-    "judge_outcome_saved",
-    "legacy_imported",
-    "result_saved",
-    "failure_saved",
-    "omission_saved",
-    "tail_repaired",
-)
 #: The kinds that move a file's recorded end (``WriteIndex.ends``).
 END_KINDS = (
     "judge_outcome_saved",
@@ -59,6 +45,15 @@ END_KINDS = (
     "failure_saved",
     "omission_saved",
     "tail_repaired",
+)
+#: The kinds the index folds; the writer reads only these on open.
+INDEX_KINDS = (
+    "run_created",
+    "attempts_released",
+    "resume_started",
+    "attempt_reserved",
+    "judge_admitted",
+    *END_KINDS,
 )
 
 
