@@ -29,8 +29,8 @@ _STOPS = {
     "to go on",
     "nothing_released": "the plan released nothing to run, though work remains",
     "max_rounds": "--max-rounds reached; run it again to go on",
-    "stalled": "the collector recorded nothing in the last rounds in a row; fix it, "
-    "then run again",
+    "stalled": "the collector's rounds recorded nothing, so running it again "
+    "cannot progress",
 }
 
 
@@ -160,6 +160,7 @@ def round_document(report: RoundReport) -> dict[str, Any]:
         "recorded": _recorded(report.recorded),
         "check": msgspec.to_builtins(report.check),
         "stop": report.stop,
+        "why": report.why,
         "exit_code": report.exit_code,
     }
 
@@ -231,3 +232,5 @@ def _echo_text(report: RoundReport) -> None:
     if report.stop is not None:
         click.echo(f"{report.check.message}")
         click.echo(f"stopped: {_STOPS[report.stop]} (exit {report.exit_code})")
+        if report.why is not None:
+            click.echo(f"why: {report.why}")

@@ -23,10 +23,13 @@ read-only, or as its writer under the lock), ``doctor`` (the environment
 checks, a ``DoctorReport``), ``copy_to_files`` and ``copy_into_store`` (a run
 copied to its other home, a ``CopiedRun``), ``read_plan_rows`` and
 ``record_plan_rows`` (a plan file's outcome rows: their reservations
-committed first, then the rows and their events), ``adopted_inputs`` (the
-materialized inputs a collector left, which ``create`` given the same bytes
-adopts, REC-84), ``FollowedFile`` (a collector's file read as it grows: its
-complete new lines, a rewrite refused), ``server_blocks``,
+committed first, then the rows and their events), ``identify_row`` (the
+rollout a collector's row answers, by the ``_ng_rollout_id`` a plan file
+gives it, ``derived_rollout_id`` where the materialized row has none),
+``adopted_inputs`` (the materialized inputs a collector left, which
+``create`` given the same bytes adopts, REC-84), ``FollowedFile`` (a
+collector's file read as it grows: its complete new lines, a rewrite
+refused), ``server_blocks``,
 ``misplaced_in_collection`` and ``misplaced_in_servers`` (which of NeMo Gym's
 two configuration files a top-level key belongs in); with the values they use,
 ``RunPaths`` (the files of one run) and ``ImportReport`` (what
@@ -113,6 +116,7 @@ from ledger.store.registry import resolve_out
 from ledger.errors import plural
 from ledger.paths import RunPaths
 from ledger.run.create import adopted_inputs, check_new_run
+from ledger.run.identify import ROLLOUT_ID, derived_rollout_id, identify_row
 from ledger.run.opening import open_run
 from ledger.run.plan_record import read_plan_rows, record_plan_rows
 from ledger.run.waiting import Waiting, adopt_advice, group_waiting
@@ -123,6 +127,7 @@ __all__ = [
     "MAX_INDEX",
     "MAX_SEQ",
     "NG_NO_GENERATION_METADATA",
+    "ROLLOUT_ID",
     "AsyncRecorder",
     "Clock",
     "ConcurrencyConflict",
@@ -165,6 +170,7 @@ __all__ = [
     "copy_to_files",
     "creation_policy",
     "credential_safe",
+    "derived_rollout_id",
     "diff_keys",
     "doctor",
     "drift",
@@ -176,6 +182,7 @@ __all__ = [
     "has_native_partial",
     "has_recorded_grade",
     "has_saved_generation",
+    "identify_row",
     "identity_digest",
     "import_legacy_run",
     "is_final_agent_timeout",

@@ -58,6 +58,7 @@ __all__ = [
     "RerunApproved",
     "ResultSaved",
     "ResumeStarted",
+    "RowRefused",
     "RunCreated",
     "StoredEvent",
     "TailAction",
@@ -301,6 +302,26 @@ class TailRepaired(Event, tag="tail_repaired", frozen=True, kw_only=True):
     action: TailAction = "cut"
 
 
+class RowRefused(Event, tag="row_refused", frozen=True, kw_only=True):
+    """A collector's line that was not recorded, kept as evidence (issue 25).
+
+    Every answer a collector produced is in the log: a line ``run`` or
+    ``record`` refuses (not JSON, no rollout of the plan, an attempt already
+    decided, ...) is named by its ``file`` (run-relative where it lies in the
+    run's folder), its ``line``, the ``length`` and ``row_sha256`` of its bytes
+    and the ``reason`` in words; ``round`` is ``run``'s round, ``None`` for
+    ``record``. A file rewritten under its reader has no line to hash:
+    ``row_sha256`` is ``None`` and ``length`` 0. Nothing is decided from it.
+    """
+
+    file: str
+    line: Positive
+    length: NonNegative
+    row_sha256: Sha256Hex | None
+    reason: Reason
+    round: Positive | None = None
+
+
 class ResumeStarted(Event, tag="resume_started", frozen=True, kw_only=True):
     """A resume passed the gate; its plan's counts and options."""
 
@@ -328,6 +349,7 @@ AnyEvent = (
     | IdentityOverridden
     | TailRepaired
     | ResumeStarted
+    | RowRefused
 )
 
 EVENT_TYPES: tuple[type[Event], ...] = AnyEvent.__args__

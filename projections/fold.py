@@ -340,8 +340,9 @@ HANDLERS: dict[str, Handler] = {
 
 #: Kinds that leave the state as it is, on purpose: what a release named is the
 #: writer's bookkeeping (``ledger.run.write_index`` folds it); decisions and
-#: in-flight attempts come from reservations and outcomes (REC-3).
-IGNORED_KINDS = frozenset({"attempts_released"})
+#: in-flight attempts come from reservations and outcomes (REC-3); a refused
+#: collector line is evidence only (issue 25).
+IGNORED_KINDS = frozenset({"attempts_released", "row_refused"})
 
 
 def fold_into(

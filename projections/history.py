@@ -122,6 +122,10 @@ _SUMMARIES: dict[type[Any], Callable[[Any], str]] = {
         "reserved" if b.stage_index is None else f"reserved from stage {b.stage_index}"
     ),
     ev.OmissionSaved: lambda b: f"omission{_reason(b.reason)}",
+    ev.RowRefused: lambda b: (
+        ("" if b.round is None else f"round {b.round}: ")
+        + f"{b.file} line {b.line} not recorded: {b.reason}"
+    ),
     ev.JudgeAdmitted: lambda b: f"judge admitted ({b.admission_id})",
     ev.JudgeOutcomeSaved: _judged,
     ev.RerunApproved: lambda b: f"rerun approved{_reason(b.reason)}",

@@ -146,6 +146,7 @@ _NEUTRAL = frozenset(
         "identity_adopted",
         "identity_overridden",
         "legacy_imported",
+        "row_refused",
     }
 )
 #: The kinds of events that change one rollout, named in their body.

@@ -10,6 +10,7 @@ interruption, it records what is missing and skips what is recorded.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -17,18 +18,23 @@ from typing import Any
 import msgspec
 
 from ledger import (
+    ROLLOUT_ID,
     Clock,
     ConfigError,
     Ledger,
     Refused,
+    RowError,
     RunLock,
     atomic_replace,
     check_outputs,
+    derived_rollout_id,
     open_run,
     plural,
     read_plan_rows,
     record_plan_rows,
 )
+from ledger.events import RowRefused
+from ledger.files import read_regular
 from projections.plan import Plan
 from projections.publish import publish
 from projections.replay import replay
@@ -56,10 +62,24 @@ class RecordedOutcomes(msgspec.Struct, frozen=True):
 
 
 def write_plan_file(path: Path | str, plan: Plan) -> None:
-    """``plan`` as a plan file (replaced atomically): dispatch rows, re-judgments."""
-    lines = [_ENCODE(row) for row in plan.dispatch]
+    """``plan`` as a plan file (replaced atomically): dispatch rows, re-judgments.
+
+    Each dispatch row carries an identity its collector copies back (issue 25):
+    its materialized ``_ng_rollout_id``, else ``"<task>-<rollout>"`` (the id
+    NeMo Gym 0.7.0 itself derives, so its capture keys stay the same), by
+    which recording knows the rollout a row answers even when the collector
+    renumbers ``_ng_rollout_index`` (as 0.7.0 does).
+    """
+    lines = [_ENCODE(_identified(row)) for row in plan.dispatch]
     lines += [_ENCODE({"rejudge": item}) for item in plan.rejudge]
     atomic_replace(Path(path), b"".join(line + b"\n" for line in lines))
+
+
+def _identified(row: dict[str, Any]) -> dict[str, Any]:
+    if ROLLOUT_ID in row:
+        return row
+    rollout_id = derived_rollout_id(row["_ng_task_index"], row["_ng_rollout_index"])
+    return {**row, ROLLOUT_ID: rollout_id}
 
 
 def resume_with_plan_file(
@@ -127,9 +147,46 @@ def record_outcomes(
     if dry_run:
         return _preview(out, rows, lines, str(rows_file), clock)
     with open_run(out, write=True, clock=clock) as led:
-        counts = record_plan_rows(led, rows, lines=lines, source=str(rows_file))
+        try:
+            counts = record_plan_rows(led, rows, lines=lines, source=str(rows_file))
+        except RowError as exc:
+            _keep_refusal(led, Path(rows_file), exc)
+            raise
         publish(led, replay(led))
     return RecordedOutcomes(len(rows), counts)
+
+
+def _keep_refusal(ledger: Ledger, rows_file: Path, exc: RowError) -> None:
+    """The refused line as a ``row_refused`` event: every answer is in the log.
+
+    Issue 25. ``record`` refuses the whole file (CLI-5); the line that made it
+    is kept with its bytes' sha256 and the reason, once.
+    """
+    if exc.line is None:
+        return
+    try:
+        raw = read_regular(rows_file, given=True).splitlines()[exc.line - 1]
+    except (OSError, IndexError):
+        return
+    digest = hashlib.sha256(raw).hexdigest()
+    reason = str(exc.__cause__ or exc)[:2000]
+    for event in ledger.events(1, kinds=("row_refused",)):
+        body = event.body
+        if isinstance(body, RowRefused) and (body.line, body.row_sha256) == (
+            exc.line,
+            digest,
+        ):
+            return
+    ledger.append(
+        RowRefused(
+            file=str(rows_file),
+            line=exc.line,
+            length=len(raw),
+            row_sha256=digest,
+            reason=reason,
+        ),
+        actor="collector",
+    )
 
 
 def _preview(

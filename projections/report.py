@@ -315,6 +315,10 @@ def report_context(
         "held": _held(out, decisions, cap),
         "held_total": cover.decisions.get("held", 0),
         "changes": trails.changes,
+        "refused_more": trails.refused_more,
+        "refused_command": _command(
+            "rollout-ledger", "history", out, "--kind", "row_refused"
+        ),
         "verify": _verdict(verification, state),
         "cap": cap,
         "colors": COLORS,

@@ -56,8 +56,11 @@ _CHANGES = frozenset(
         ev.AttemptsExtended,
         ev.IdentityAdopted,
         ev.IdentityOverridden,
+        ev.RowRefused,
     }
 )
+#: Refused collector lines the report lists one by one; the rest are counted.
+_REFUSED_SHOWN = 500
 
 
 def _score(value: float | None) -> str:
@@ -99,7 +102,9 @@ class Trails:
             "policy": [],
             "extensions": [],
             "identity": [],
+            "refused": [],
         }
+        self.refused_more = 0
 
     def _note(self, event: ev.StoredEvent, key: Key, attempt: int, text: str) -> None:
         by_attempt = self.attempts.setdefault(key, {})
@@ -191,6 +196,13 @@ class Trails:
                     )
                 }
             )
+        elif isinstance(body, ev.RowRefused):
+            if len(self.changes["refused"]) >= _REFUSED_SHOWN:
+                self.refused_more += 1
+                return
+            where = "" if body.round is None else f"round {body.round}: "
+            text = f"{where}{body.file} line {body.line}: {body.reason}"
+            self.changes["refused"].append(at | {"text": redact_secrets(text)})
         elif isinstance(body, ev.IdentityAdopted | ev.IdentityOverridden):
             what = (
                 "configuration adopted"

@@ -20,6 +20,7 @@ is recorded.
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -27,13 +28,16 @@ from typing import Any
 import msgspec
 
 from ledger import (
+    ROLLOUT_ID,
     FollowedFile,
     FollowedLine,
     Ledger,
     RowError,
+    identify_row,
     read_plan_rows,
     record_plan_rows,
 )
+from ledger.events import RowRefused
 
 __all__ = ["Recorded", "Refusal", "RoundFiles", "RoundRecorder", "latest_round"]
 
@@ -76,11 +80,17 @@ def latest_round(ledger: Ledger) -> int:
 
 
 class Refusal(msgspec.Struct, frozen=True):
-    """A line of a collector's file that was not recorded, and why."""
+    """A line of a collector's file that was not recorded, and why.
+
+    ``length`` and ``sha256`` are of the line's bytes (``sha256`` is ``None``
+    where a rewritten file left no line to hash).
+    """
 
     file: str
     line: int
     message: str
+    length: int = 0
+    sha256: str | None = None
 
 
 class Recorded(msgspec.Struct):
@@ -102,10 +112,20 @@ class Recorded(msgspec.Struct):
 
 
 class _Released(msgspec.Struct, frozen=True):
-    """The attempts and re-judgments a round's plan released."""
+    """The attempts and re-judgments a round's plan released.
+
+    ``renumberable`` are the tasks whose plan rows are not rollouts 0, 1, ...
+    in file order: a collector that numbers each task's rows from 0 in the
+    file it reads (NeMo Gym 0.7.0) returns their rows under other numbers.
+    Where the plan gave each row its ``_ng_rollout_id`` (``identified``), a row
+    of such a task that comes back without one names no rollout for sure, and
+    is refused (issue 25: never recorded under a rollout it may not answer).
+    """
 
     dispatch: frozenset[Key]
     rejudge: frozenset[Key]
+    renumberable: dict[int, list[int]] = msgspec.field(default_factory=dict)
+    identified: bool = False
 
     @classmethod
     def read(cls, plan: Path) -> _Released:
@@ -113,16 +133,30 @@ class _Released(msgspec.Struct, frozen=True):
             return cls(frozenset(), frozenset())
         rows, _ = read_plan_rows(plan)
         dispatch, rejudge = set(), set()
+        order: dict[int, list[int]] = {}
+        identified = False
         for row in rows:
             item = row.get("rejudge")
             if isinstance(item, dict):
                 rejudge.add(_key(item, "task", "rollout", "attempt"))
-            else:
-                dispatch.add(_key(row, *_INDICES))
-        return cls(frozenset(dispatch), frozenset(rejudge))
+                continue
+            key = _key(row, *_INDICES)
+            dispatch.add(key)
+            order.setdefault(key[0], []).append(key[1])
+            identified = identified or ROLLOUT_ID in row
+        renumberable = {
+            task: rollouts
+            for task, rollouts in order.items()
+            if rollouts != list(range(len(rollouts)))
+        }
+        return cls(frozenset(dispatch), frozenset(rejudge), renumberable, identified)
 
-    def refusal(self, row: dict[str, Any]) -> str | None:
-        """Why ``row`` is no outcome of this round's releases, or ``None``."""
+    def refusal(self, row: dict[str, Any], *, identified: bool) -> str | None:
+        """Why ``row`` is no outcome of this round's releases, or ``None``.
+
+        ``identified``: the row carried its ``_ng_rollout_id`` (its task and
+        rollout are the ones that id names).
+        """
         rejudgment = row.get("_ng_rejudgment")
         if isinstance(rejudgment, dict):
             key = _key(rejudgment, "task", "rollout", "attempt")
@@ -130,10 +164,23 @@ class _Released(msgspec.Struct, frozen=True):
         key = _key(row, *_INDICES)
         if None in key[:2]:
             return None  # recording names what is missing
+        if not identified and self.identified and key[0] in self.renumberable:
+            return _unnamed(key[0], self.renumberable[key[0]])
         if key[2] is None:
             known = {k[:2] for k in self.dispatch}
             return None if key[:2] in known else f"names {_words(key)}, " + _NOT
         return None if key in self.dispatch else f"names {_words(key)}, " + _NOT
+
+
+def _unnamed(task: int, rollouts: list[int]) -> str:
+    shown = ", ".join(str(r) for r in rollouts[:5]) + (", ..." if rollouts[5:] else "")
+    return (
+        f"the row carries no {ROLLOUT_ID}, and this round ran rollouts {shown} of "
+        f"task {task}, which a collector that numbers each task's rows from 0 (as "
+        "NeMo Gym 0.7.0 does) writes back under other numbers, so its number does "
+        f"not say which rollout it answers; the collector must copy each plan row's "
+        f"{ROLLOUT_ID} onto the row it writes for it"
+    )
 
 
 _INDICES = ("_ng_task_index", "_ng_rollout_index", "_ng_attempt_index")
@@ -154,7 +201,12 @@ def _words(key: tuple[int | None, ...]) -> str:
 
 
 class RoundRecorder:
-    """Records the lines a round's collector appends, as they land (REC-86)."""
+    """Records the lines a round's collector appends, as they land (REC-86).
+
+    Every line it does not record leaves a ``row_refused`` event (once, however
+    often the files are read again), so the log holds every answer the
+    collector produced (issue 25).
+    """
 
     def __init__(self, ledger: Ledger, files: RoundFiles) -> None:
         self.ledger = ledger
@@ -165,6 +217,7 @@ class RoundRecorder:
             FollowedFile(Path(files.failures)),
         ]
         self._reported: set[str] = set()
+        self._refused: set[tuple[str, int, str | None]] | None = None
 
     def record(self, *, final: bool = False) -> Recorded:
         """Record the complete lines appended since; ``final``: the last one too."""
@@ -178,20 +231,69 @@ class RoundRecorder:
                 recorded.refused.append(
                     Refusal(str(followed.path), followed.line + 1, followed.broken)
                 )
+        self._keep(recorded.refused)
         return recorded
+
+    def _keep(self, refused: list[Refusal]) -> None:
+        """A ``row_refused`` event for each refusal the log does not hold yet."""
+        if not refused:
+            return
+        seen = self._seen()
+        bodies = []
+        for refusal in refused:
+            file = self._relative(refusal.file)
+            key = (file, refusal.line, refusal.sha256)
+            if key in seen:
+                continue
+            seen.add(key)
+            bodies.append(
+                RowRefused(
+                    file=file,
+                    line=refusal.line,
+                    length=refusal.length,
+                    row_sha256=refusal.sha256,
+                    reason=refusal.message[:2000],
+                    round=self.files.number or None,
+                )
+            )
+        if bodies:
+            self.ledger.append_many(bodies, actor="collector")
+
+    def _seen(self) -> set[tuple[str, int, str | None]]:
+        if self._refused is None:
+            self._refused = {
+                (body.file, body.line, body.row_sha256)
+                for event in self.ledger.events(1, kinds=("row_refused",))
+                if isinstance(body := event.body, RowRefused)
+            }
+        return self._refused
+
+    def _relative(self, path: str) -> str:
+        folder = self.ledger.paths.folder
+        try:
+            return Path(path).relative_to(folder).as_posix()
+        except ValueError:
+            return path
 
     def _record(self, name: str, lines: list[FollowedLine]) -> Recorded:
         recorded = Recorded()
         rows: list[Any] = []
         numbers: list[int] = []
+        raw: dict[int, bytes] = {}
         for line in lines:
             row, why = self._row(line)
             if why is not None:
-                recorded.refused.append(Refusal(name, line.number, why))
+                recorded.refused.append(_refusal(name, line.number, why, line.raw))
             elif row is not None:
                 rows.append(row)
                 numbers.append(line.number)
-        recorded.add(_record_rows(self.ledger, name, rows, numbers))
+                raw[line.number] = line.raw
+        done = _record_rows(self.ledger, name, rows, numbers)
+        done.refused = [
+            _refusal(r.file, r.line, r.message, raw.get(r.line, b""))
+            for r in done.refused
+        ]
+        recorded.add(done)
         return recorded
 
     def _row(self, line: FollowedLine) -> tuple[Any, str | None]:
@@ -208,7 +310,16 @@ class RoundRecorder:
             return None, "the line is not JSON"
         if not isinstance(row, dict):
             return None, "a row must be a JSON object"
-        return row, self.released.refusal(row)
+        try:
+            identified = identify_row(self.ledger.direct_recorder().index, row)
+        except RowError as exc:
+            return None, str(exc)
+        return row, self.released.refusal(row, identified=identified)
+
+
+def _refusal(file: str, line: int, message: str, raw: bytes) -> Refusal:
+    digest = hashlib.sha256(raw).hexdigest()
+    return Refusal(file, line, message, len(raw), digest)
 
 
 def _record_rows(

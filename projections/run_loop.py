@@ -28,9 +28,10 @@ from typing import Any, Protocol
 
 import msgspec
 
-from ledger import ConfigError, Ledger, RecoveryIncomplete
+from ledger import ConfigError, Ledger, RecoveryIncomplete, plural
 from projections.plan_file import write_plan_file
 from projections.publish import publish
+from projections.refused import history_command, refusals_fix
 from projections.replay import replay
 from projections.resume import resume
 from projections.round_files import Recorded, RoundFiles, RoundRecorder, latest_round
@@ -106,6 +107,8 @@ class RoundReport(msgspec.Struct):
     check: RunCheck
     stop: str | None = None
     exit_code: int | None = None
+    #: Why the loop cannot progress and what to fix (a stall), in words.
+    why: str | None = None
 
 
 def check_outcome(ledger: Ledger) -> RunCheck:
@@ -196,6 +199,29 @@ def _round(
     return RoundReport(number, None, counts, files, ended, recorded, check)
 
 
+def _stalled(ledger: Ledger, reports: list[RoundReport]) -> str:
+    """Why rounds recorded nothing, and what to fix (issue 25)."""
+    refused = [r for report in reports for r in report.recorded.refused]
+    listing = history_command(ledger)
+    if refused:
+        last = refused[-1]
+        fix = refusals_fix([r.message for r in refused])
+        return (
+            f"the collector wrote {plural(len(refused), 'line')} in the last "
+            f"{plural(len(reports), 'round')} and every one was refused (the last: "
+            f"{last.file} line {last.line}: {last.message}); running it again repeats "
+            f"that: {fix}, then run again; `{listing}` lists each"
+        )
+    files = [report.files for report in reports if report.files is not None]
+    named = (
+        f" ({files[-1].output} and {files[-1].failures} stayed empty)" if files else ""
+    )
+    return (
+        f"the collector wrote no row in the last {plural(len(reports), 'round')}"
+        f"{named}; read what it printed above, fix it, then run again"
+    )
+
+
 def run_rounds(
     ledger: Ledger,
     config: Any,
@@ -224,11 +250,13 @@ def run_rounds(
     interrupted = launcher.interrupted
     why = _stop(report, rounds=0, max_rounds=None, idle=0, interrupted=interrupted)
     rounds = idle = 0
+    idle_reports: list[RoundReport] = []
     while why is None:
         number, rounds = number + 1, rounds + 1
         report = _round(ledger, config, global_config, launcher, number, options)
         report.adopted, adopted = adopted, None
         idle = 0 if report.recorded.rows else idle + 1
+        idle_reports = [*idle_reports, report] if idle else []
         why = _stop(
             report,
             rounds=rounds,
@@ -240,6 +268,8 @@ def run_rounds(
             on_round(report)
     publish(ledger, replay(ledger))
     report.stop, report.exit_code = why
+    if why[0] == "stalled":
+        report.why = _stalled(ledger, idle_reports)
     if on_round is not None:
         on_round(report)
     return report

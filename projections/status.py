@@ -25,6 +25,7 @@ from projections.metrics import RewardMetrics, metrics_of
 from projections.open_snapshot import AtHead, load_open
 from projections.publish import publish as publish_files
 from projections.publish import stale_files
+from projections.refused import refused_note
 from projections.replay import replay
 from projections.results import ChangedRow, changed_rows
 from projections.state import RunState
@@ -175,7 +176,9 @@ def check_run(ledger: Ledger) -> Coverage:
     """The coverage of a complete run; ``RecoveryIncomplete`` otherwise (REC-40).
 
     When rows wait to be adopted (REC-86), the refusal says so first: they may
-    hold what the unfinished rollouts lack.
+    hold what the unfinished rollouts lack. When the collector's newest lines
+    were all refused (issue 25), it says that and what to fix instead of only
+    "resume": resuming alone would repeat it.
     """
     state = _left(ledger) or replay(ledger)
     decisions = decide_all(state)
@@ -183,11 +186,13 @@ def check_run(ledger: Ledger) -> Coverage:
         check_complete(state, decisions)
     except RecoveryIncomplete as exc:
         note = adopt_note(ledger)
-        if note is None:
+        if note is not None:
+            message = f"{note}, then check again; as recorded now, {exc}"
+        elif (refused := refused_note(ledger)) is not None:
+            message = f"{exc}; but {refused}"  # issue 25: resuming alone repeats it
+        else:
             raise
         raise RecoveryIncomplete(
-            f"{note}, then check again; as recorded now, {exc}",
-            retryable=exc.retryable,
-            counts=exc.counts,
+            message, retryable=exc.retryable, counts=exc.counts
         ) from None
     return coverage(state, decisions)

@@ -12,6 +12,7 @@ land, and after a kill).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -49,7 +50,8 @@ with open(output, "a") as out, open(failures, "a") as fail:
             os.kill(os.getpid(), 9)
         if mode == "bad" and n == 1:
             out.write('{"not json\n')
-            out.write(json.dumps({**row, "_ng_rollout_index": 99, "reward": 1.0,
+            bare = {k: v for k, v in row.items() if k != "_ng_rollout_id"}
+            out.write(json.dumps({**bare, "_ng_rollout_index": 99, "reward": 1.0,
                                   "response": answer}) + "\n")
         if (t + r) % 3 == 0 and row["_ng_attempt_index"] == 0:
             fail.write(json.dumps({**row, "_ng_failure_class": "session_lost",
@@ -168,6 +170,27 @@ def test_cli_5_unreleased_attempt_and_bad_line_are_refused_with_file_and_line(
         "did not release; not recorded"
     ) in err
     assert_consistent(run)
+    # Issue 25: every line a collector wrote is in the log, refused ones too.
+    refused = [e for e in events(run) if e["kind"] == "row_refused"]
+    first = [(e["file"], e["line"], e["round"]) for e in refused if e["round"] == 1]
+    assert first == [
+        ("rollouts_ledger/rounds/1/output.jsonl", 1, 1),
+        ("rollouts_ledger/rounds/1/output.jsonl", 2, 1),
+    ]
+    for event in refused:
+        raw = (
+            (run.out.parent / event["file"])
+            .read_bytes()
+            .splitlines()[event["line"] - 1]
+        )
+        assert event["row_sha256"] == hashlib.sha256(raw).hexdigest()
+        assert event["length"] == len(raw)
+    assert "not JSON" in refused[0]["reason"]
+    # Read again (a later run adopting the round), nothing is refused twice.
+    code, _, err = finish(run)
+    assert code == 0, err
+    again = [e for e in events(run) if e["kind"] == "row_refused"]
+    assert len(again) == len(refused)
 
 
 def test_cli_5_a_collector_that_rewrites_its_output_harms_nothing(

@@ -2,7 +2,10 @@
 
 A collector that cannot call the Python API runs a plan file (``resume
 --plan-out``) and hands back its outcome rows. It reserved nothing, so each row
-is reserved and recorded here: a row of a released attempt is reserved and
+is reserved and recorded here. A row carrying ``_ng_rollout_id`` is first
+taken as the rollout that id names, whatever rollout number its collector
+wrote (``ledger.run.identify``; NeMo Gym 0.7.0 renumbers the rows it reads).
+A row of a released attempt is reserved and
 recorded; a row carrying ``_ng_rejudgment: {task, rollout, attempt}`` of a
 released re-judgment is admitted and saved (the judge digest is the run's
 current configuration digest). Every row is checked before anything is
@@ -43,6 +46,7 @@ from ledger.events import (
 )
 from ledger.files import json_problem, read_regular
 from ledger.rows.stages import stage_of
+from ledger.run.identify import identify_row
 from ledger.run.recorder import Recorder, Staged
 from ledger.run.write_index import Attempt
 from ledger.store.prepared import Prepared, locate
@@ -145,6 +149,7 @@ class _Batch:
         elif rejudgment is not None:
             self._rejudge(row, _rejudgment_key(rejudgment))
         else:
+            identify_row(self.recorder.index, row)  # issue 25: its id first
             self._outcome(row)
 
     def _outcome(self, row: MutableMapping[str, Any]) -> None:

@@ -83,6 +83,7 @@ class _Stored(msgspec.Struct, array_like=True):
     open_admissions: list[tuple[str, Attempt]]
     ends: list[tuple[str, int, int]]
     reserved_stages: list[tuple[int, int, int, int]] = []
+    explicit_ids: list[tuple[str, int, int]] = []
 
 
 class _StoredEnds(msgspec.Struct, array_like=True):
@@ -98,6 +99,7 @@ class _StoredEnds(msgspec.Struct, array_like=True):
     open_admissions: msgspec.Raw
     ends: list[tuple[str, int, int]]
     reserved_stages: msgspec.Raw = msgspec.Raw()
+    explicit_ids: msgspec.Raw = msgspec.Raw()
 
 
 @dataclass
@@ -123,6 +125,11 @@ class WriteIndex:
     admitted_since_release: set[Attempt] = field(default_factory=set)
     open_admissions: dict[str, Attempt] = field(default_factory=dict)
     ends: dict[str, FileEnd] = field(default_factory=dict)
+    #: The materialized rows' own ``_ng_rollout_id`` values (ROW-24), by key:
+    #: how a collector's row is matched to the rollout it answers (issue 25).
+    explicit_ids: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: The keys of ``explicit_ids``' rows (derived from it, never stored).
+    own_id_keys: set[tuple[int, int]] = field(default_factory=set)
 
     @classmethod
     def build(cls, events: Iterable[StoredEvent]) -> WriteIndex:
@@ -147,6 +154,7 @@ class WriteIndex:
             open_admissions=sorted(self.open_admissions.items()),
             ends=sorted((f, e.offset, e.lines) for f, e in self.ends.items()),
             reserved_stages=sorted(self.reserved_stages),
+            explicit_ids=sorted((i, t, r) for i, (t, r) in self.explicit_ids.items()),
         )
         return msgspec.msgpack.encode(stored)
 
@@ -165,6 +173,8 @@ class WriteIndex:
             open_admissions=dict(stored.open_admissions),
             ends={f: FileEnd(offset, lines) for f, offset, lines in stored.ends},
             reserved_stages=set(stored.reserved_stages),
+            explicit_ids={i: (t, r) for i, t, r in stored.explicit_ids},
+            own_id_keys={(t, r) for _, t, r in stored.explicit_ids},
         )
 
     @classmethod
@@ -192,6 +202,8 @@ class WriteIndex:
     def _run_created(self, body: RunCreated) -> None:
         self.run_id = body.run_id
         self.keys = {(e[0], e[1]): line for line, e in enumerate(body.index, 1)}
+        self.explicit_ids = {e[5]: (e[0], e[1]) for e in body.index if e[5] is not None}
+        self.own_id_keys = set(self.explicit_ids.values())
 
     def _resume_started(self, body: ResumeStarted) -> None:
         # REC-3: a release holds until the next resume_started.
