@@ -129,7 +129,7 @@ def events(run: CliRun, kind: str) -> list[dict[str, Any]]:
 def test_rows_renumbered_with_the_identity_are_recorded_as_the_rollout_they_answer(
     seeded: CliRun,
 ) -> None:
-    """Issue 25: every row recorded as the plan row it answers; nothing sampled twice."""
+    """Issue 25: every row recorded as the plan row it answers; none sampled twice."""
     done = run_collector(seeded, keep_id=True)
     assert done.returncode == 0, done.stdout + done.stderr
     rows = read_jsonl(seeded.out)
