@@ -89,8 +89,11 @@ def test_real_0_7_0_collector_partial_task_rounds_record_every_row_exactly(
     for name in ("servers_env.yaml", "servers_model.yaml", "env.yaml"):
         configs += ["--global-config", str(work / name)]
     created = subprocess.run(
-        [str(SCRIPT), "create", str(out), "--dataset", str(work / "data12.jsonl")]
-        + ["--num-repeats", "4", *configs],
+        [
+            *(str(SCRIPT), "create", str(out)),
+            *("--dataset", str(work / "data12.jsonl"), "--num-repeats", "4"),
+            *configs,
+        ],
         cwd=work,
         capture_output=True,
         text=True,
@@ -99,10 +102,12 @@ def test_real_0_7_0_collector_partial_task_rounds_record_every_row_exactly(
     assert created.returncode == 0, created.stderr
     collector = str(work.parent / "venv" / "bin" / "ng_collect_rollouts")
     ran = subprocess.run(
-        [str(SCRIPT), "run", str(out), *configs, "--json", "--", collector]
-        + ["+input_jsonl_fpath={plan}", "+output_jsonl_fpath={output}"]
-        + [f"+agent_name={AGENT}", "+num_repeats=1", "+num_samples_in_parallel=4"]
-        + ["+route_failures_to_sidecar=true"],
+        [
+            *(str(SCRIPT), "run", str(out), *configs, "--json", "--", collector),
+            *("+input_jsonl_fpath={plan}", "+output_jsonl_fpath={output}"),
+            *(f"+agent_name={AGENT}", "+num_repeats=1", "+num_samples_in_parallel=4"),
+            "+route_failures_to_sidecar=true",
+        ],
         cwd=work,
         capture_output=True,
         text=True,
@@ -116,7 +121,8 @@ def test_real_0_7_0_collector_partial_task_rounds_record_every_row_exactly(
     assert rounds[1]["recorded"]["refused"] == []
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     keys = Counter((r["_ng_task_index"], r["_ng_rollout_index"]) for r in rows)
-    assert len(keys) == 48 and set(keys.values()) == {1}
+    assert len(keys) == 48
+    assert set(keys.values()) == {1}
     for row in rows:  # the seed 0.7.0 sent is the recorded rollout's own
         assert _seed(row) == row["_ng_rollout_index"], row
     renumbered = [r for r in rows if "_ng_collector_indices" in r]
