@@ -139,7 +139,13 @@ def _recorded(recorded: Recorded) -> dict[str, Any]:
         "skipped": recorded.skipped,
         "events": recorded.events,
         "refused": [
-            {"file": r.file, "line": r.line, "message": r.message}
+            {
+                "file": r.file,
+                "line": r.line,
+                "message": r.message,
+                "length": r.length,
+                "sha256": r.sha256,
+            }
             for r in recorded.refused
         ],
     }

@@ -22,6 +22,7 @@ from ledger import (
     Clock,
     ConfigError,
     Ledger,
+    LedgerError,
     Refused,
     RowError,
     RunLock,
@@ -143,7 +144,12 @@ def record_outcomes(
     every row as recording would and counts the events it would append,
     recording nothing.
     """
-    rows, lines = read_plan_rows(rows_file)
+    try:
+        rows, lines = read_plan_rows(rows_file)
+    except RowError as exc:
+        if not dry_run:
+            _keep_unread(out, Path(rows_file), exc, clock)
+        raise
     if dry_run:
         return _preview(out, rows, lines, str(rows_file), clock)
     with open_run(out, write=True, clock=clock) as led:
@@ -154,6 +160,17 @@ def record_outcomes(
             raise
         publish(led, replay(led))
     return RecordedOutcomes(len(rows), counts)
+
+
+def _keep_unread(
+    out: Path | str, rows_file: Path, exc: RowError, clock: Clock | None
+) -> None:
+    """A line that is not JSON, kept as ``_keep_refusal`` keeps a refused row."""
+    try:
+        with open_run(out, write=True, clock=clock) as led:
+            _keep_refusal(led, rows_file, exc)
+    except LedgerError:
+        pass  # no run to keep it in (or not writable now): the error says enough
 
 
 def _keep_refusal(ledger: Ledger, rows_file: Path, exc: RowError) -> None:
@@ -169,7 +186,8 @@ def _keep_refusal(ledger: Ledger, rows_file: Path, exc: RowError) -> None:
     except (OSError, IndexError):
         return
     digest = hashlib.sha256(raw).hexdigest()
-    reason = str(exc.__cause__ or exc)[:2000]
+    cause = exc.__cause__
+    reason = str(cause if isinstance(cause, LedgerError) else exc)[:2000]
     for event in ledger.events(1, kinds=("row_refused",)):
         body = event.body
         if isinstance(body, RowRefused) and (body.line, body.row_sha256) == (

@@ -428,16 +428,18 @@ def test_cli_5_a_row_that_fits_nothing_refuses_the_whole_file(cli_run: CliRun) -
         "rollout 1 is not released"
     )
     assert "nothing of the file was recorded" in result.stderr
-    assert kinds(cli_run) == before
+    assert kinds(cli_run) == [*before, "row_refused"]  # issue 25: the line is kept
     assert not cli_run.out.exists()
 
 
 def test_cli_5_a_line_that_is_not_json_is_exit_3(cli_run: CliRun) -> None:
     bad = cli_run.folder / "o.jsonl"
     bad.write_text('{"a": 1}\n\n{oops\n')
+    before = kinds(cli_run)
     result = cli_run.invoke("record", cli_run.out, bad)
     assert result.exit_code == 3
     assert f"line 3 of {bad} is not JSON" in result.stderr
+    assert kinds(cli_run) == [*before, "row_refused"]  # issue 25: the line is kept
 
 
 def test_cli_5_rejudgments_are_admitted_and_saved_with_the_run_s_digest(

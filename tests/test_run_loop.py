@@ -213,7 +213,7 @@ def test_cli_7_a_collector_that_fails_twice_stops_run(run: CliRun) -> None:
     code, out, err = finish(run)
     assert code == 3, (out, err)
     assert "exited with code 7" in err
-    assert "recorded nothing in the last rounds" in out
+    assert "the collector wrote no row in the last 2 rounds" in out
     assert_consistent(run, complete=False)
 
 
