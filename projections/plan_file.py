@@ -35,7 +35,6 @@ from ledger import (
     record_plan_rows,
 )
 from ledger.events import RowRefused
-from ledger.files import read_regular
 from projections.plan import Plan
 from projections.publish import publish
 from projections.replay import replay
@@ -182,7 +181,7 @@ def _keep_refusal(ledger: Ledger, rows_file: Path, exc: RowError) -> None:
     if exc.line is None:
         return
     try:
-        raw = read_regular(rows_file, given=True).splitlines()[exc.line - 1]
+        raw = rows_file.read_bytes().splitlines()[exc.line - 1]
     except (OSError, IndexError):
         return
     digest = hashlib.sha256(raw).hexdigest()

@@ -29,7 +29,14 @@ from ledger import (
     max_rollout_attempts,
 )
 from ledger.events import AttemptsExtended, PolicyChange, PolicyChanged
-from tests.test_cli_support import CliRun, Templates, graded, templates, write_jsonl
+from tests.test_cli_support import (
+    CliRun,
+    Templates,
+    graded,
+    read_jsonl,
+    templates,
+    write_jsonl,
+)
 
 __all__ = ["templates"]
 
@@ -235,11 +242,16 @@ def test_r5_recorded_row_index_over_the_bound_is_refused(
     """R-5: ``record`` of a row whose index is over its bound records nothing."""
     _, plan = run.resume()
     row = {**plan[0], **graded(), key: value}
-    before = (head(run), run.out.read_bytes() if run.out.exists() else b"")
+    before = run.out.read_bytes() if run.out.exists() else b""
+    seq = head(run)[0]
     result = run.invoke("record", run.out, write_jsonl(run.folder / "o.jsonl", [row]))
     assert result.exit_code == 3, (result.stdout, result.stderr)
     assert bound in result.stderr
-    assert (head(run), run.out.read_bytes() if run.out.exists() else b"") == before
+    assert (run.out.read_bytes() if run.out.exists() else b"") == before
+    # Issue 25: the refused line is kept in the log, and nothing else.
+    assert head(run)[0] == seq + 1
+    run.ok("export", run.out, "-o", run.folder / "events.jsonl")
+    assert read_jsonl(run.folder / "events.jsonl")[-1]["kind"] == "row_refused"
     assert run.invoke("verify", run.out).exit_code == 0
 
 

@@ -20,9 +20,10 @@ before (the collector keeps the plan's numbers: the wrapping contract).
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
+from ledger.bounds import MAX_ATTEMPT_INDEX, MAX_INDEX, out_of_bounds
 from ledger.errors import RowError
 from ledger.rows.values import brief
 from ledger.run.write_index import WriteIndex
@@ -77,8 +78,23 @@ def key_of_rollout_id(index: WriteIndex, rollout_id: str) -> tuple[int, int]:
     return key
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+def _index(row: Mapping[str, Any], key: str) -> int | None:
+    """The row's ``key`` when it is an index in bounds; ``None`` when absent.
+
+    An index out of its bounds is refused here, as the recorder would refuse
+    it, before any number of the row is replaced.
+    """
+    value = row.get(key)
+    if value is None:
+        return None
+    high = MAX_ATTEMPT_INDEX if key == "_ng_attempt_index" else MAX_INDEX
+    if out_of_bounds(value, 0, high):
+        raise RowError(
+            f"the row's {key} must be an integer from 0 to {high} "
+            f"(found {brief(value)})",
+            key=key,
+        )
+    return int(value)
 
 
 def identify_row(index: WriteIndex, row: MutableMapping[str, Any]) -> bool:
@@ -100,8 +116,9 @@ def identify_row(index: WriteIndex, row: MutableMapping[str, Any]) -> bool:
             f"the row's {ROLLOUT_ID} {brief(rollout_id)} must be a string",
             key=ROLLOUT_ID,
         )
+    wrote = (_index(row, "_ng_task_index"), _index(row, "_ng_rollout_index"))
+    _index(row, "_ng_attempt_index")
     task, rollout = key_of_rollout_id(index, rollout_id)
-    wrote = (_int(row.get("_ng_task_index")), _int(row.get("_ng_rollout_index")))
     if wrote[0] is not None and wrote[0] != task:
         raise RowError(
             f"the row names task {wrote[0]} but its {ROLLOUT_ID} {rollout_id!r} is "
