@@ -213,3 +213,35 @@ def test_record_takes_a_row_by_its_id_and_keeps_a_refused_line_in_the_log(
     assert kept[0]["row_sha256"] == hashlib.sha256(line).hexdigest()
     seeded.invoke("record", seeded.out, rows_file)  # the same refusal: kept once
     assert len(events(seeded, "row_refused")) == 1
+
+
+def test_materialized_ids_name_rows_and_an_id_that_could_name_two_is_refused(
+    tmp_path: Path,
+) -> None:
+    """Issue 25 / ROW-24: a row's own id is its identity; two claims refuse the row."""
+    run = CliRun(tmp_path, tasks=2, rollouts=2)
+    rows = read_jsonl(run.inputs)
+    rows[0]["_ng_rollout_id"] = "1-0"  # task 0 rollout 0 spells task 1 rollout 0
+    rows[1]["_ng_rollout_id"] = "alpha"
+    write_jsonl(run.inputs, rows)
+    run.create()
+    _, plan = run.resume()
+    assert [row["_ng_rollout_id"] for row in plan] == ["1-0", "alpha", "1-0", "1-1"]
+    answer = {"reward": 1.0, "response": {"id": "x", "object": "response"}}
+    by_id = {**plan[1], **answer, "_ng_rollout_index": 0}  # "alpha", renumbered
+    run.record([by_id])
+    recorded = read_jsonl(run.out)
+    assert (recorded[0]["_ng_task_index"], recorded[0]["_ng_rollout_index"]) == (0, 1)
+    twice = {**plan[2], **answer}
+    refused = run.invoke(
+        "record", run.out, write_jsonl(tmp_path / "twice.jsonl", [twice])
+    )
+    assert refused.exit_code == 3
+    assert "could name two rollouts" in refused.stderr
+    other_task = {**plan[3], **answer, "_ng_task_index": 0}
+    refused = run.invoke(
+        "record", run.out, write_jsonl(tmp_path / "other.jsonl", [other_task])
+    )
+    assert refused.exit_code == 3
+    assert "the row names task 0 but its _ng_rollout_id '1-1'" in refused.stderr
+    assert len(read_jsonl(run.out)) == 1
