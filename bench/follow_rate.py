@@ -24,7 +24,7 @@ import msgspec
 
 from bench.context import Context, Measured
 from bench.recorder_rate import create_p7_run, p7_ours, p7_rows
-from ledger import Ledger, RunLock
+from ledger import Ledger, RunLock, derived_rollout_id
 from ledger.events import AttemptsReleased
 from projections.round_files import RoundFiles, RoundRecorder
 from projections.run_loop import POLL_SECONDS
@@ -42,12 +42,21 @@ with open(sys.argv[2], "ab") as out:
 """
 
 
+def _key(row: dict[str, object]) -> tuple[int, int]:
+    task, rollout = row["_ng_task_index"], row["_ng_rollout_index"]
+    if not isinstance(task, int) or not isinstance(rollout, int):
+        raise TypeError(f"a P-7 row without integer indices: {row!r:.200}")
+    return task, rollout
+
+
 def run_ours(ctx: Context) -> Measured:
     """Events per second recorded while a collector appends its rows."""
     rows = p7_rows(ctx)
     out = create_p7_run(ctx.scratch, rows)
     for row in rows:
         row["_ng_attempt_index"] = 0
+        # As a plan file gives it (issue 25), and the collector copies it back.
+        row.setdefault("_ng_rollout_id", derived_rollout_id(*_key(row)))
     encoded = [msgspec.json.encode(row) + b"\n" for row in rows]
     source = ctx.scratch / "collector_rows.jsonl"
     source.write_bytes(b"".join(encoded))
