@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from ledger import events
+from ledger import event_files, events
 from ledger.events import (
     TAIL_CUT,
     AttemptReserved,
@@ -63,6 +63,7 @@ def _code_version() -> str:
     here = Path(__file__)
     digest = hashlib.sha256(here.read_bytes())
     digest.update(Path(str(events.__file__)).read_bytes())
+    digest.update(Path(str(event_files.__file__)).read_bytes())
     return "write-index/" + digest.hexdigest()[:32]
 
 
