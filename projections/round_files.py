@@ -21,7 +21,10 @@ is recorded.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 from collections import Counter
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +42,16 @@ from ledger import (
 )
 from ledger.events import RowRefused
 
-__all__ = ["Recorded", "Refusal", "RoundFiles", "RoundRecorder", "latest_round"]
+__all__ = [
+    "Recorded",
+    "Refusal",
+    "RoundFiles",
+    "RoundRecorder",
+    "latest_round",
+    "mark_recorded",
+    "recorded_whole",
+    "round_numbers",
+]
 
 Key = tuple[int, int, int]
 _DECODER = msgspec.json.Decoder()
@@ -70,13 +82,51 @@ def _rounds(ledger: Ledger) -> Path:
     return ledger.paths.ledger_dir / "rounds"
 
 
-def latest_round(ledger: Ledger) -> int:
-    """The number of the last round begun (0: none yet)."""
+def round_numbers(ledger: Ledger) -> list[int]:
+    """The numbers of the rounds begun, in order."""
     folder = _rounds(ledger)
     if not folder.is_dir():
-        return 0
-    numbers = [int(p.name) for p in folder.iterdir() if p.name.isdigit()]
-    return max(numbers, default=0)
+        return []
+    return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit())
+
+
+def latest_round(ledger: Ledger) -> int:
+    """The number of the last round begun (0: none yet)."""
+    return max(round_numbers(ledger), default=0)
+
+
+#: Beside a round's files once they were read whole with their collector gone:
+#: each file's device, inode and size then.
+_RECORDED = "recorded.json"
+
+
+def _shapes(files: RoundFiles) -> list[list[int] | None]:
+    shapes: list[list[int] | None] = []
+    for path in (files.output, files.failures):
+        try:
+            status = os.stat(path)
+        except FileNotFoundError:
+            shapes.append(None)
+            continue
+        shapes.append([status.st_dev, status.st_ino, status.st_size])
+    return shapes
+
+
+def mark_recorded(files: RoundFiles) -> None:
+    """Note that round ``files``' files were recorded whole as they are now."""
+    marker = Path(files.plan).with_name(_RECORDED)
+    with suppress(OSError):  # without it the next run reads the round again
+        marker.write_text(json.dumps(_shapes(files)))
+
+
+def recorded_whole(files: RoundFiles) -> bool:
+    """Round ``files``' files are as they were when last recorded whole."""
+    marker = Path(files.plan).with_name(_RECORDED)
+    try:
+        noted = json.loads(marker.read_text())
+    except (OSError, ValueError):
+        return False
+    return bool(noted == _shapes(files))
 
 
 class Refusal(msgspec.Struct, frozen=True):

@@ -16,9 +16,12 @@ once it exits, the rest is recorded and ``check`` (REC-40, CLI-7) decides:
   named as the problem, rather than retry it forever;
 - otherwise the next round.
 
-Before its first round, ``run`` records what the last round's collector wrote
-(a ``run`` killed mid-round, even by SIGKILL): rows recorded already are
-skipped, so nothing is recorded twice and nothing written is lost.
+Before its first round, ``run`` records what every earlier round's collector
+wrote past what was recorded (a ``run`` killed mid-round, even by SIGKILL),
+after waiting for a collector such a ``run`` left draining: rows recorded
+already are skipped, so nothing is recorded twice and nothing written is
+lost. A round is followed until every process of its collector's group has
+exited (``Collector.wait``), so a worker outliving its leader loses nothing.
 """
 
 from __future__ import annotations
@@ -34,7 +37,14 @@ from projections.publish import publish
 from projections.refused import history_command, refusals_fix
 from projections.replay import replay
 from projections.resume import resume
-from projections.round_files import Recorded, RoundFiles, RoundRecorder, latest_round
+from projections.round_files import (
+    Recorded,
+    RoundFiles,
+    RoundRecorder,
+    mark_recorded,
+    recorded_whole,
+    round_numbers,
+)
 from projections.status import check_run
 
 __all__ = [
@@ -76,6 +86,9 @@ class Launcher(Protocol):
     @property
     def interrupted(self) -> bool:
         """A signal (SIGTERM, SIGINT) asked ``run`` to stop."""
+
+    def finish_earlier(self, files: RoundFiles) -> bool:
+        """Wait for (or stop) round ``files``' collector if a killed run left it."""
 
 
 class RunCheck(msgspec.Struct, frozen=True):
@@ -147,13 +160,26 @@ def _stop(
     return None
 
 
-def _adopt(ledger: Ledger) -> tuple[int, Recorded | None]:
-    """The last round begun, its collector's rows recorded (a killed ``run``'s)."""
-    last = latest_round(ledger)
-    if not last:
+def _adopt(ledger: Ledger, launcher: Launcher) -> tuple[int, Recorded | None]:
+    """Every earlier round's files recorded past what was (a killed ``run``'s).
+
+    A collector a killed ``run`` left draining is waited for first (issue 25:
+    its last rows are recorded, and it runs no longer). A round whose files
+    have not changed since it was last recorded whole is not read again.
+    Returns the last round begun and what was recorded.
+    """
+    rounds = round_numbers(ledger)
+    if not rounds:
         return 0, None
-    recorder = RoundRecorder(ledger, RoundFiles.of(ledger, last))
-    return last, recorder.record(final=True)
+    recorded = Recorded()
+    for number in rounds:
+        files = RoundFiles.of(ledger, number)
+        launcher.finish_earlier(files)
+        if recorded_whole(files):
+            continue
+        recorded.add(RoundRecorder(ledger, files).record(final=True))
+        mark_recorded(files)
+    return rounds[-1], recorded
 
 
 def _collect(
@@ -171,6 +197,7 @@ def _collect(
             stopped = stopped or launcher.interrupted
             collector.stop()
     recorded.add(recorder.record(final=True))
+    mark_recorded(recorder.files)  # its collector's whole group has exited
     return CollectorExit(code, collector.timed_out, stopped), recorded
 
 
@@ -243,7 +270,7 @@ def run_rounds(
             "run keeps each round's plan and collector files in the run's ledger "
             "folder, so it needs a run kept in files (OUT a path), not in a store"
         )
-    number, adopted = _adopt(ledger)
+    number, adopted = _adopt(ledger, launcher)
     report = RoundReport(
         number, adopted, None, None, None, Recorded(), check_outcome(ledger)
     )
