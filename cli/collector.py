@@ -45,7 +45,13 @@ from cli.process_group import group_alive, start_time
 if TYPE_CHECKING:
     from projections import RoundFiles
 
-__all__ = ["GRACE_SECONDS", "ProcessLauncher", "collector_stdout", "replace_places"]
+__all__ = [
+    "GRACE_SECONDS",
+    "ProcessLauncher",
+    "collector_stdout",
+    "dies_with_parent",
+    "replace_places",
+]
 
 #: Seconds between SIGTERM and SIGKILL when a collector is stopped.
 GRACE_SECONDS = 10.0
@@ -56,7 +62,7 @@ _PLACES = re.compile(r"\{(plan|output|failures)\}")
 _RECORD = "collector.json"
 
 
-def _dies_with_parent() -> Any:
+def dies_with_parent() -> Any:
     """A ``preexec_fn`` that asks the kernel for SIGTERM when ``run`` dies, or
     ``None`` where prctl is not there. libc is loaded here, before the fork:
     the child only calls it. A ``run`` that died between the fork and the
@@ -166,7 +172,7 @@ class ProcessLauncher:
                 env=env,
                 stdout=self.stdout,
                 start_new_session=True,
-                preexec_fn=_dies_with_parent(),  # prctl only: no lock taken
+                preexec_fn=dies_with_parent(),  # prctl only: no lock taken
             )
         except OSError as exc:
             raise ConfigError(
