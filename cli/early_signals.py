@@ -36,6 +36,8 @@ def install(argv: list[str] | None = None) -> bool:
     """For ``run``, note SIGTERM and SIGINT from now on; whether it did."""
     if _subcommand(sys.argv[1:] if argv is None else argv) != "run":
         return False
-    for number in SIGNALS:
+    # SIGINT first: Python catches it from its own start (KeyboardInterrupt),
+    # so SIGTERM caught says both are ours (tests/test_run_collector_life.py).
+    for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, _note)
     return True
