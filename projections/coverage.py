@@ -202,9 +202,17 @@ def _safe_kinds(kinds: Counter[str]) -> dict[str, int]:
     return dict(sorted(safe.items()))
 
 
+def _kept(decisions: Decisions) -> Decisions:
+    """The decisions of the rollouts a state keeps: a ``Resume.decisions``
+    (``projections.decisions_view.RunDecisions``) also answers for the settled
+    rollouts, which ``state.settled`` sums already."""
+    kept: Decisions | None = getattr(decisions, "open", None)
+    return decisions if kept is None else kept
+
+
 def coverage(state: RunState, decisions: Decisions | None = None) -> Coverage:
     """REC-41: counts that add up to ``expected``, each split to its decision."""
-    decisions = decide_all(state) if decisions is None else decisions
+    decisions = decide_all(state) if decisions is None else _kept(decisions)
     tally = Tally(state.settled)
     for task in state.rollouts:
         tally.add_task(state, task, decisions)
@@ -238,7 +246,7 @@ _HELP = {
 
 def check_complete(state: RunState, decisions: Decisions | None = None) -> None:
     """REC-40: raise ``RecoveryIncomplete`` unless all are complete or omitted."""
-    decisions = decide_all(state) if decisions is None else decisions
+    decisions = decide_all(state) if decisions is None else _kept(decisions)
     unfinished = Counter(
         d.value for d in decisions.values() if d.value not in ("complete", "omitted")
     )

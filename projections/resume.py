@@ -48,6 +48,7 @@ from ledger.run.inputs_seen import InputsSeen
 from projections.coverage import coverage
 from projections.current_manifest import current_manifest_seen
 from projections.decide import Decision, decide_all
+from projections.decisions_view import RunDecisions
 from projections.fold import fold_into, pending_events
 from projections.gate import GateVerdict, gate
 from projections.open_snapshot import load_open, save_open, tail_is_open
@@ -68,14 +69,17 @@ class Resume(msgspec.Struct):
     """What a resume found and released (REC-56).
 
     From the snapshot of what is left (P-8), ``state`` holds the rollouts
-    still to decide and ``state.settled`` sums the others, and ``decisions``
-    covers the rollouts ``state`` holds; ``plan.counts`` counts them all.
+    still to decide and ``state.settled`` sums the others; ``plan.counts``
+    counts them all, and ``decisions`` answers for every rollout of the run
+    (api.md): the open ones as the plan decided them, a settled one by a
+    replay made the first time one is asked about (``RunDecisions``; its
+    ``open`` is what the plan was made from).
     """
 
     plan: Plan
     verdict: GateVerdict
     state: RunState
-    decisions: dict[tuple[int, int], Decision]
+    decisions: RunDecisions
 
 
 def _approval_events(
@@ -245,7 +249,8 @@ def resume(
     for warning in warnings:
         log.warning("%s", warning)
     if dry_run:
-        return Resume(plan=plan, verdict=verdict, state=planned, decisions=decisions)
+        every = RunDecisions(decisions, planned, ledger)
+        return Resume(plan=plan, verdict=verdict, state=planned, decisions=every)
     options = {
         "extend_attempts": extend_attempts,
         "allow_unsafe": allow_unsafe,
@@ -259,7 +264,8 @@ def resume(
     )
     pending.append(AttemptsReleased(dispatch=keys.dispatch, rejudge=keys.rejudge))
     state = _commit(ledger, state, policy, pending, decisions, seen)
-    return Resume(plan=plan, verdict=verdict, state=state, decisions=decisions)
+    every = RunDecisions(decisions, state, ledger)
+    return Resume(plan=plan, verdict=verdict, state=state, decisions=every)
 
 
 def _replayed(

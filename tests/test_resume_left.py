@@ -485,3 +485,30 @@ def test_p_8_status_at_the_head_reads_what_the_snapshot_kept(run: Run) -> None:
         counted = status(led, count_failure_classes_as_zero=True)
     assert counted.metrics is not None
     assert counted.metrics.failure_classes_counted_as_zero > 0
+
+
+def test_resume_decisions_answer_for_settled_rollouts_too(run: Run) -> None:
+    """Issue 25 / api.md: ``Resume.decisions`` holds every rollout, settled ones too."""
+    left = run.resume()
+    assert left.state.settled is not None  # the snapshot of what is left was used
+    whole = decide_all(run.fresh())
+    settled = [key for key in whole if key not in left.decisions.open]
+    assert {whole[key].value for key in settled} >= {"complete", "terminal"}
+    for key in settled:  # each answered (was: KeyError), as a full replay decides
+        assert left.decisions[key] == whole[key]
+    assert len(left.decisions) == len(whole) == TASKS * REPEATS
+    assert dict(left.decisions) == whole
+    assert (0, 0) in left.decisions
+    assert (TASKS, 0) not in left.decisions
+    assert coverage(left.state, left.decisions) == coverage(run.fresh())
+
+
+def test_resume_decisions_of_a_dry_run_answer_after_the_run_is_closed(
+    run: Run,
+) -> None:
+    """Issue 25: a settled rollout asked about once the ledger was closed."""
+    left = run.resume(dry_run=True)
+    whole = decide_all(run.fresh())
+    complete = next(k for k, d in whole.items() if d.value == "complete")
+    assert complete not in left.decisions.open
+    assert left.decisions[complete].value == "complete"
