@@ -26,6 +26,8 @@ copied to its other home, a ``CopiedRun``), ``read_plan_rows`` and
 committed first, then the rows and their events), ``identify_row`` (the
 rollout a collector's row answers, by the ``_ng_rollout_id`` a plan file
 gives it, ``derived_rollout_id`` where the materialized row has none),
+``rows_untouched`` (``OUT`` and the sidecar as their writer left them: no
+row can have been edited since, so ``status`` checks no digest),
 ``adopted_inputs`` (the materialized inputs a collector left, which
 ``create`` given the same bytes adopts, REC-84), ``FollowedFile`` (a
 collector's file read as it grows: its complete new lines, a rewrite
@@ -119,6 +121,7 @@ from ledger.run.create import adopted_inputs, check_new_run
 from ledger.run.identify import ROLLOUT_ID, derived_rollout_id, identify_row
 from ledger.run.opening import open_run
 from ledger.run.plan_record import read_plan_rows, record_plan_rows
+from ledger.run.rows_seen import rows_untouched
 from ledger.run.waiting import Waiting, adopt_advice, group_waiting
 
 __all__ = [
@@ -215,6 +218,7 @@ __all__ = [
     "rollout_wallclock",
     "route_failure",
     "row_facts",
+    "rows_untouched",
     "sandbox_or_tool_fault",
     "selected_failure_kind",
     "server_blocks",

@@ -18,6 +18,7 @@ from ledger import (
     Waiting,
     adopt_advice,
     group_waiting,
+    rows_untouched,
 )
 from projections.coverage import Coverage, check_complete, coverage
 from projections.decide import Decision, decide_all
@@ -120,7 +121,7 @@ def status(
         stale=stale,
         waiting=waiting,
         adopt=adopt_advice(str(ledger.target), waiting) if waiting else None,
-        changed=tuple(changed_rows(ledger, state, decisions)),
+        changed=_changed(ledger, state, decisions),
         metrics=metrics_of(
             state,
             decisions,
@@ -150,8 +151,28 @@ def _status_at_head(ledger: Ledger, state: RunState, at_head: AtHead) -> RunStat
         published=False,
         waiting=waiting,
         adopt=adopt_advice(str(ledger.target), waiting) if waiting else None,
+        changed=_changed(ledger, state, None),
         metrics=at_head.metrics,
     )
+
+
+def _changed(
+    ledger: Ledger, state: RunState, decisions: dict[tuple[int, int], Decision] | None
+) -> tuple[ChangedRow, ...]:
+    """R-7 for ``status``: the selected rows edited since they were recorded.
+
+    Issue 25: while ``OUT`` and the sidecar are as their writer left them (a
+    stat, ``rows_untouched``) no row can have changed and none is read.
+    Otherwise every selected row's digest is checked, of the settled
+    rollouts too (a state from the snapshot of what is left holds only the
+    open ones): the whole run is replayed for it.
+    """
+    if ledger.folder is not None and rows_untouched(ledger.paths):
+        return ()
+    if state.settled is not None or decisions is None:
+        state = replay(ledger)  # every rollout (a fold snapshot, not what is left)
+        decisions = decide_all(state)
+    return tuple(changed_rows(ledger, state, decisions))
 
 
 def _left(ledger: Ledger) -> RunState | None:

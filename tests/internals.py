@@ -39,9 +39,11 @@ if TYPE_CHECKING:
     import ledger.legacy.log as legacy_log
     import ledger.rows.rules as rules
     import ledger.run.inputs_seen as inputs_seen_module
+    import ledger.run.rows_seen as rows_seen_module
     import ledger.store.built_aside as built_aside
     import projections.replan as replan_module
     import projections.results as results_module
+    from cli.collector import dies_with_parent
     from cli.commands_import import _progress_bar, import_
     from cli.common import load_global_config
     from cli.demo import demo
@@ -248,6 +250,7 @@ __all__ = [
     "decode_row",
     "demo",
     "demo_module",
+    "dies_with_parent",
     "encode_row",
     "encode_rows",
     "event_views",
@@ -297,6 +300,7 @@ __all__ = [
     "redact_text",
     "reduce_call",
     "registries",
+    "rows_seen_module",
     "rendered_files",
     "replan_module",
     "resolve_run",

@@ -243,7 +243,7 @@ def test_a_collector_whose_run_died_before_its_death_signal_ends_itself(
     survived = tmp_path / "survived"
     script = f"""
 import os, sys, time
-from cli.collector import dies_with_parent
+from tests.internals import dies_with_parent
 preexec = dies_with_parent()
 if os.fork() == 0:
     parent = os.getppid()
@@ -254,7 +254,8 @@ if os.fork() == 0:
     os._exit(0)
 os._exit(0)
 """
-    subprocess.run([sys.executable, "-c", script], check=True, timeout=30)
+    root = Path(__file__).parents[1]
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=30, cwd=root)
     time.sleep(1.0)
     assert not survived.exists()
 

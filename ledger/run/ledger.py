@@ -34,6 +34,7 @@ from ledger.run.repair import (
     refuse_changed_rows,
     repair,
 )
+from ledger.run.rows_seen import save_rows_seen
 from ledger.run.waiting import Waiting, group_waiting
 from ledger.run.write_index import WriteIndex
 from ledger.run.writer import Writer
@@ -330,6 +331,8 @@ class Ledger(LogReader, RecordingMixin):
         try:
             if self._writer is not None:
                 self._writer.close()  # a full disk may refuse buffered rows
+                if self.folder is not None:
+                    save_rows_seen(self.paths)  # status trusts a stat (issue 25)
         finally:
             self._store.close()
 

@@ -1,0 +1,76 @@
+"""What ``OUT`` and the sidecar were when their writer last closed (issue 25).
+
+``status`` warns about a recorded row edited in place since it was recorded
+(R-7). Checking every selected row's digest reads every row: seconds at a
+million rollouts, for what the file system already says. So a writer, as it
+closes, notes each collector file's device, inode, size and times
+(``save_rows_seen``); ``rows_untouched`` is true while both files still show
+exactly that, and were not written within ``RACY_NS`` of the note (a write in
+the same clock tick could keep the times). Anything else (an edit, an append
+by another program, a killed writer that left no note) means "moved": the
+digests are checked. As with the inputs' proof, a raw write under the file
+system or a clock set back is not seen; ``verify`` always checks everything.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import suppress
+from pathlib import Path
+
+import msgspec
+
+from ledger.paths import RunPaths
+
+__all__ = ["RACY_NS", "rows_untouched", "save_rows_seen"]
+
+#: A file written this close to the note is not trusted (coarse clocks).
+RACY_NS = 2_000_000_000
+_NAME = "rows_seen.json"
+
+
+class _Seen(msgspec.Struct, array_like=True, frozen=True):
+    files: list[tuple[int, int, int, int, int] | None]  # dev, ino, size, mtime, ctime
+    seen_at_ns: int
+
+
+def _shape(path: Path) -> tuple[int, int, int, int, int] | None:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return (
+        found.st_dev,
+        found.st_ino,
+        found.st_size,
+        found.st_mtime_ns,
+        found.st_ctime_ns,
+    )
+
+
+def _files(paths: RunPaths) -> list[Path]:
+    return [paths.out, paths.sidecar]
+
+
+def save_rows_seen(paths: RunPaths) -> None:
+    """Note the collector files as they are now (a writer, closing)."""
+    seen = _Seen([_shape(p) for p in _files(paths)], time.time_ns())
+    note = paths.ledger_dir / _NAME
+    spare = note.with_name(_NAME + ".tmp")
+    with suppress(OSError):  # a note only: without it, status checks digests
+        spare.write_bytes(msgspec.json.encode(seen))
+        os.replace(spare, note)
+
+
+def rows_untouched(paths: RunPaths) -> bool:
+    """Whether ``OUT`` and the sidecar are as their writer last left them."""
+    try:
+        seen = msgspec.json.decode((paths.ledger_dir / _NAME).read_bytes(), type=_Seen)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return False
+    now = [_shape(p) for p in _files(paths)]
+    if [tuple(s) if s is not None else None for s in seen.files] != now:
+        return False
+    newest = max((max(s[3], s[4]) for s in now if s is not None), default=0)
+    return newest + RACY_NS <= seen.seen_at_ns

@@ -1,0 +1,90 @@
+"""Issue 25: ``status`` warns about a row edited in place since it was recorded.
+
+Issue 16 promised it (R-7: ``status`` warns, ``results`` refuses); the
+snapshot of what is left (issue 17) lost it: a complete rollout is settled,
+its row never read. ``status`` now trusts a stat of ``OUT`` and the sidecar
+against what their writer last left, and checks the digests only when a file
+moved, so the warning is back and an untouched run reads no row.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from ledger import RunPaths, rows_untouched
+from tests.internals import rows_seen_module
+from tests.test_cli_support import CliRun, Templates, graded, templates
+
+__all__ = ["templates"]
+
+
+def _recorded(run: CliRun) -> None:
+    run.create()
+    run.collect(lambda row: graded())  # every rollout complete
+    run.resume()  # saves the snapshot of what is left: every rollout settled
+
+
+@pytest.fixture
+def done(tmp_path: Path, templates: Templates) -> CliRun:
+    made = templates("recorded", tmp_path, _recorded)
+    past = time.time() - 10  # the files as written long enough ago (no racy tick)
+    for path in (made.out, made.ledger_dir / "rows_seen.json"):
+        if path.exists():
+            os.utime(path, (past, past))
+    return made
+
+
+def _edit_in_place(path: Path, old: bytes, new: bytes) -> int:
+    data = path.read_bytes()
+    at = data.index(old)
+    with path.open("r+b") as handle:
+        handle.seek(at)
+        handle.write(new)
+    return data[:at].count(b"\n") + 1
+
+
+def test_status_warns_about_a_row_edited_in_place_of_the_same_length(
+    done: CliRun,
+) -> None:
+    line = _edit_in_place(done.out, b'"reward":1.0', b'"reward":0.0')
+    result = done.invoke("status", done.out)
+    assert result.exit_code == 0
+    assert f"{done.out} line {line}" in result.stderr
+    assert "changed since it was recorded" in result.stderr
+    assert "rollout-ledger verify" in result.stderr
+
+
+def test_status_warns_about_a_row_edited_to_another_length(done: CliRun) -> None:
+    line = _edit_in_place(done.out, b'"reward":1.0', b'"reward":1.00')
+    result = done.invoke("status", done.out, "--json")
+    assert f"{done.out} line {line}" in result.stderr
+
+
+def test_status_of_an_untouched_run_reads_no_row_and_warns_nothing(
+    done: CliRun,
+) -> None:
+    before = done.out.read_bytes()
+    result = done.invoke("status", done.out)
+    assert result.exit_code == 0
+    assert "changed since" not in result.stderr
+    done.out.write_bytes(before.replace(b'"reward":1.0', b'"reward":9.0'))
+    past = time.time() - 10
+    os.utime(done.out, (past, past))  # the times set back: the change time is not
+    assert "changed since it was recorded" in done.invoke("status", done.out).stderr
+
+
+def test_a_writer_s_close_notes_the_files_a_stat_then_trusts(
+    done: CliRun, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The note a writer leaves: trusted until a file moves (R-7's check skipped)."""
+    monkeypatch.setattr(rows_seen_module, "RACY_NS", 0)
+    paths = RunPaths.of(done.out)
+    assert not rows_untouched(paths)  # a copy of the run: other inodes
+    done.ok("status", done.out, "--publish")  # a writer opens and closes
+    assert rows_untouched(paths)
+    _edit_in_place(done.out, b'"reward":1.0', b'"reward":0.0')
+    assert not rows_untouched(paths)
