@@ -70,6 +70,7 @@ from ledger.files import atomic_replace, publish_json
 from ledger.identity.credentials import credential_safe, redact_secrets
 from ledger.identity.digest import config_identity, identity_digest
 from ledger.identity.drift import Drift, classify_key, diff_keys, drift
+from ledger.identity.literal_secrets import credential_paths
 from ledger.identity.manifest import RunManifest
 from ledger.identity.placement import misplaced_in_collection, misplaced_in_servers
 from ledger.identity.servers import server_blocks
@@ -172,6 +173,7 @@ __all__ = [
     "copy_into_store",
     "copy_to_files",
     "creation_policy",
+    "credential_paths",
     "credential_safe",
     "derived_rollout_id",
     "diff_keys",

@@ -52,7 +52,12 @@ if TYPE_CHECKING:
         excluded_sidecar_lines,
     )
     from projections.create import CreatedRun, create_run
-    from projections.dataset import Expanded, expand_dataset
+    from projections.dataset import (
+        MAX_EXPANDED_BYTES,
+        MAX_EXPANDED_ROLLOUTS,
+        Expanded,
+        expand_dataset,
+    )
     from projections.decide import Decision, decide, decide_all
     from projections.export import AuditExport, audit_export
     from projections.gate import GateVerdict, gate
@@ -111,6 +116,8 @@ if TYPE_CHECKING:
 __all__ = [
     "GLOSSARY",
     "GLOSSARY_SECTIONS",
+    "MAX_EXPANDED_BYTES",
+    "MAX_EXPANDED_ROLLOUTS",
     "REASON_LABELS",
     "RULE_WORDS",
     "AggregateMetrics",
@@ -261,6 +268,8 @@ _LAZY = {
     "describe_rule": "projections.words",
     "excluded_sidecar_lines": "projections.coverage",
     "expand_dataset": "projections.dataset",
+    "MAX_EXPANDED_BYTES": "projections.dataset",
+    "MAX_EXPANDED_ROLLOUTS": "projections.dataset",
     "extend_attempts": "projections.settings_actions",
     "gate": "projections.gate",
     "held_attempts": "projections.actions",

@@ -33,9 +33,23 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from ledger import ConfigError, RowError
+from ledger import ConfigError, RowError, credential_paths, plural
 
-__all__ = ["REFUSED_SETTINGS", "REPRODUCED_SETTINGS", "Expanded", "expand_dataset"]
+__all__ = [
+    "MAX_EXPANDED_BYTES",
+    "MAX_EXPANDED_ROLLOUTS",
+    "REFUSED_SETTINGS",
+    "REPRODUCED_SETTINGS",
+    "Expanded",
+    "expand_dataset",
+]
+
+#: What ``create --dataset`` expands at most: the rollouts, and the bytes of
+#: their materialized rows, which it holds in memory once (a million rollouts
+#: is the scale the bench measures; five times that still fits this class of
+#: machine). A larger run is split, or materialized by NeMo Gym (--inputs).
+MAX_EXPANDED_ROLLOUTS = 5_000_000
+MAX_EXPANDED_BYTES = 4 * 2**30
 
 #: Collection settings the expansion reproduces.
 REPRODUCED_SETTINGS = (
@@ -116,6 +130,46 @@ def _merged(under: Any, over: Any) -> Any:
             merged[key] = _merged(merged.get(key), value) if key in merged else value
         return merged
     return over
+
+
+def _check_size(path: Path, lines: list[bytes], repeats: int) -> None:
+    """The expansion within ``MAX_EXPANDED_ROLLOUTS`` and ``MAX_EXPANDED_BYTES``.
+
+    Checked from the dataset's lines before a row is expanded (issue 25: a
+    ``--num-repeats`` of a billion grew until the OOM killer ended it).
+    """
+    rollouts = len(lines) * repeats
+    size = sum(len(raw) for raw in lines) * repeats
+    if rollouts <= MAX_EXPANDED_ROLLOUTS and size <= MAX_EXPANDED_BYTES:
+        return
+    raise ConfigError(
+        f"{plural(len(lines), 'row')} of {path} repeated {repeats:,} times would make "
+        f"{rollouts:,} rollouts (about {size / 2**30:,.1f} GiB of materialized rows); "
+        f"a run made by create --dataset holds at most {MAX_EXPANDED_ROLLOUTS:,} "
+        f"rollouts and {MAX_EXPANDED_BYTES // 2**30} GiB of rows: lower --num-repeats "
+        "(or num_repeats), set limit, or split the dataset into several runs",
+        key="num_repeats",
+    )
+
+
+def _refuse_credentials(
+    value: Mapping[str, Any], where: str, *, line: int | None = None, root: str = ""
+) -> None:
+    """A literal credential that would be copied into rows, refused by name."""
+    found = next(credential_paths(value, where=root), None)
+    if found is None:
+        return
+    message = (
+        f"{where}{found} holds a credential, and create --dataset would copy it "
+        "into every materialized row (and from there into every plan, OUT and "
+        "export); remove it, and give it to the model server instead: its "
+        "--global-config file (the model server's api_key, set there from an "
+        "environment variable: ${oc.env:OPENAI_API_KEY}), which NeMo Gym keeps "
+        "out of the rows"
+    )
+    if line is None:
+        raise ConfigError(message, key=found)
+    raise RowError(message, key=found, line=line)
 
 
 def _overrides(config: Mapping[str, Any], servers: Mapping[str, Any]) -> dict[str, Any]:
@@ -252,13 +306,17 @@ def expand_dataset(
     _refuse_settings(config)
     repeats = _repeats(config, num_repeats)
     overrides = _overrides(config, global_config or {})
+    _refuse_credentials(overrides, "the collection configuration's ", root=_PARAMS)
     add_seed = bool(config.get("num_repeats_add_seed"))
     task_of_line: dict[bytes, int] = {}
     next_rollout: Counter[Any] = Counter()
     rows: list[dict[str, Any]] = []
-    for line, raw in enumerate(_lines(path, config.get("limit")), start=1):
+    lines = _lines(path, config.get("limit"))
+    _check_size(path, lines, repeats)
+    for line, raw in enumerate(lines, start=1):
         row = _row(raw, path, line)
         problem = f"{path} line {line}"
+        _refuse_credentials(row, f"{problem}: ", line=line)
         _agent(row, config.get("agent_name"), problem, line)
         if _PARAMS not in row or not isinstance(row[_PARAMS], dict):
             raise RowError(f"{problem} has no {_PARAMS} object", key=_PARAMS, line=line)
