@@ -2,7 +2,8 @@
 
 ``flock PATH`` prints ``locked`` when an exclusive, non-blocking flock on PATH
 succeeds (and releases it at once), else ``blocked``; ``head OUT`` prints the
-head seq a read-only open of the run sees.
+head seq a read-only open of the run sees; ``wal DB`` prints the value a
+read-only open of ``doctor``'s scratch WAL database sees.
 """
 
 from __future__ import annotations
@@ -32,10 +33,22 @@ def _head(out: str) -> str:
         return str(led.head()[0])
 
 
+def _wal(db: str) -> str:
+    import sqlite3
+
+    connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        row = connection.execute("SELECT value FROM probe").fetchone()
+    finally:
+        connection.close()
+    return "" if row is None else str(row[0])
+
+
 def main(argv: list[str]) -> int:
     """Run one probe and print its answer."""
     check, path = argv
-    print(_flock(path) if check == "flock" else _head(path))
+    probes = {"flock": _flock, "head": _head, "wal": _wal}
+    print(probes[check](path))
     return 0
 
 

@@ -10,13 +10,16 @@ the run's lock.
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from ledger.errors import ConfigError, plural
 from ledger.paths import RunPaths
 from ledger.run.doctor import (
+    NETWORK_FILESYSTEMS,
     Check,
+    filesystem_type,
     flock_check,
     free_space_check,
     lock_holder_check,
@@ -74,7 +77,7 @@ def _folder_report(out: Path) -> DoctorReport:
         with Ledger.open(out) as led:
             mode, head = led.journal_mode, led.head()[0]
     probe_dir = paths.ledger_dir if paths.ledger_dir.is_dir() else paths.folder
-    read_only = unwritable(probe_dir)
+    read_only = unwritable(probe_dir) or _cannot_write(probe_dir)
     if read_only is not None:
         # No probe file can be made, and no collector can own the run here:
         # a writer is refused before its lock, so flock cannot be shared.
@@ -87,6 +90,30 @@ def _folder_report(out: Path) -> DoctorReport:
     )
     advice = _journal_advice(mode, checks[1].ok)
     return DoctorReport(checks, mode, advice, flock_enforced=checks[0].ok)
+
+
+def _cannot_write(folder: Path) -> str | None:
+    """Why no file can be made in ``folder`` (its probes need one), or ``None``.
+
+    ``unwritable`` reads the mount and the permissions; a file system can
+    refuse more than they tell (sysfs, procfs, quotas): this tries.
+    """
+    try:
+        with tempfile.TemporaryFile(dir=folder, prefix=".doctor-"):
+            return None
+    except OSError as exc:
+        return f"{folder} cannot be written ({exc.strerror or exc})"
+
+
+def _filesystem(folder: Path) -> Check:
+    """WAL safety where no scratch database can be made: the filesystem's type."""
+    fstype, point = filesystem_type(folder)
+    where = f"{fstype} at {point or '?'}"
+    if fstype in NETWORK_FILESYSTEMS:
+        return Check("WAL safety", False, f"{where}: a network filesystem")
+    return Check(
+        "WAL safety", True, f"{where}: local (no second process tried: read-only)"
+    )
 
 
 def _read_only_report(
@@ -105,7 +132,7 @@ def _read_only_report(
             True,
             "not tried: no collector can write here, so none can share the run",
         ),
-        wal_check(out, probe_dir, head),
+        _filesystem(probe_dir),
         free_space_check(probe_dir),
         lock_holder_check(paths.lock),
     )
