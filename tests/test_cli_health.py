@@ -177,6 +177,7 @@ def test_cli_1_a_bug_is_exit_1_with_its_traceback(
 def test_cli_5_a_row_of_an_unknown_key_is_exit_3(cli_run: CliRun) -> None:
     _, plan = cli_run.resume()
     row = {**plan[0], "_ng_task_index": 42, **graded()}
+    del row["_ng_rollout_id"]  # by its numbers alone (issue 25: else by its id)
     path = cli_run.folder / "x.jsonl"
     assert cli_run.invoke("record", cli_run.out, path).exit_code == 2  # no such file
     path.write_text(json.dumps(row) + "\n")
@@ -185,3 +186,7 @@ def test_cli_5_a_row_of_an_unknown_key_is_exit_3(cli_run: CliRun) -> None:
     assert "task 42, rollout 0 is not among this run's materialized rows" in (
         result.stderr
     )
+    path.write_text(json.dumps({**row, "_ng_rollout_id": "0-0"}) + "\n")
+    result = cli_run.invoke("record", cli_run.out, path)
+    assert result.exit_code == 3
+    assert "the row names task 42 but its _ng_rollout_id '0-0'" in result.stderr

@@ -67,8 +67,10 @@ def test_doctor_under_a_live_writer_finds_the_wal_shared(
 def test_doctor_on_a_folder_it_cannot_write_names_it() -> None:
     folder = Path("/sys/kernel")
     done = subprocess.run(
-        [str(Path(sys.executable).parent / "rollout-ledger"), "doctor"]
-        + [str(folder / "rollouts.jsonl")],
+        [
+            str(Path(sys.executable).parent / "rollout-ledger"),
+            *("doctor", str(folder / "rollouts.jsonl")),
+        ],
         capture_output=True,
         text=True,
         check=False,
