@@ -121,13 +121,16 @@ def run(
     rounds/N/output_failures.jsonl, where NeMo Gym writes the failures of an
     output it is given; also in ROLLOUT_LEDGER_PLAN,
     ROLLOUT_LEDGER_OUTPUT and ROLLOUT_LEDGER_FAILURES). Every complete line it
-    appends is recorded while it runs; a line that is not JSON or names an
-    attempt the round did not release is refused with its file and line, and
-    the others are recorded. Rounds go on until the run is complete (exit 0),
-    nothing retryable remains (76) or --max-rounds (75). SIGTERM or SIGINT is
-    passed to COMMAND, its rows are recorded, and run exits 75. After a kill,
-    run again: what the collector wrote is recorded first, nothing twice. A
-    collector that records nothing in 2 rounds in a row stops run (exit 3).
+    appends is recorded while it runs, as the plan row whose _ng_rollout_id it
+    carries (whatever rollout number it wrote: NeMo Gym renumbers them); a line
+    that is not JSON or answers nothing the round released is refused with its
+    file and line, kept in the log, and the others are recorded. A round lasts
+    until every process of COMMAND's group has exited. Rounds go on until the
+    run is complete (exit 0), nothing retryable remains (76) or --max-rounds
+    (75). SIGTERM or SIGINT is passed to COMMAND, its rows are recorded, and run
+    exits 75. After a kill, run again: it waits for a collector still draining,
+    records what it wrote first, nothing twice. A collector that records
+    nothing in 2 rounds in a row stops run (exit 3), saying why.
 
     \b
     Example:
