@@ -143,12 +143,7 @@ def record_outcomes(
     every row as recording would and counts the events it would append,
     recording nothing.
     """
-    try:
-        rows, lines = read_plan_rows(rows_file)
-    except RowError as exc:
-        if not dry_run:
-            _keep_unread(out, Path(rows_file), exc, clock)
-        raise
+    rows, lines = read_plan_rows(rows_file)
     if dry_run:
         return _preview(out, rows, lines, str(rows_file), clock)
     with open_run(out, write=True, clock=clock) as led:
@@ -161,22 +156,13 @@ def record_outcomes(
     return RecordedOutcomes(len(rows), counts)
 
 
-def _keep_unread(
-    out: Path | str, rows_file: Path, exc: RowError, clock: Clock | None
-) -> None:
-    """A line that is not JSON, kept as ``_keep_refusal`` keeps a refused row."""
-    try:
-        with open_run(out, write=True, clock=clock) as led:
-            _keep_refusal(led, rows_file, exc)
-    except LedgerError:
-        pass  # no run to keep it in (or not writable now): the error says enough
-
-
 def _keep_refusal(ledger: Ledger, rows_file: Path, exc: RowError) -> None:
     """The refused line as a ``row_refused`` event: every answer is in the log.
 
-    Issue 25. ``record`` refuses the whole file (CLI-5); the line that made it
-    is kept with its bytes' sha256 and the reason, once.
+    Issue 25. ``record`` refuses the whole file (CLI-5); the row that made it
+    is kept with its bytes' sha256 and the reason, once. A file that is not
+    JSON Lines is refused before the run is opened, and leaves nothing: it is
+    no collector's answer, and no lock is taken for it.
     """
     if exc.line is None:
         return

@@ -28,6 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cli import main
+from ledger import Ledger
 from tests.test_cli_support import ACTOR, CliRun, graded
 
 #: Commands the fuzz drives with any arguments; ``demo`` runs a collection.
@@ -436,13 +437,35 @@ def _try_file(
     path.write_bytes(data)
     args = slot.args(run, path, fresh, legacy)
     before = _run_files(run)
+    head = _head_seq(run)
     result = invoke(fixture, args)
     assert_no_traceback(result, args)
     assert result.exit_code in (0, 2, 3, 5), (slot.name, result.output)
     if result.exit_code != 0:
-        assert _run_files(run) == before, (slot.name, data[:200])  # nothing written
+        kept = _refusals_since(run, head)
+        if kept:  # issue 25: a row `record` refuses is kept, and nothing else
+            assert args[0] == "record", (slot.name, kept)
+            before.pop("rollouts_ledger/ledger.db")
+            after = _run_files(run)
+            after.pop("rollouts_ledger/ledger.db")
+            assert after == before, (slot.name, data[:200])
+        else:
+            assert _run_files(run) == before, (slot.name, data[:200])  # nothing
         assert not (fresh.parent / "rollouts_ledger" / "ledger.db").exists()
     return result
+
+
+def _head_seq(run: CliRun) -> int:
+    with Ledger.open(run.out) as led:
+        return led.head()[0]
+
+
+def _refusals_since(run: CliRun, seq: int) -> list[str]:
+    """The kinds appended after ``seq``: none, or ``row_refused`` only."""
+    with Ledger.open(run.out) as led:
+        kinds = [event.kind for event in led.events(seq + 1)]
+    assert set(kinds) <= {"row_refused"}, kinds
+    return kinds
 
 
 @pytest.mark.slow

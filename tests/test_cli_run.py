@@ -439,7 +439,7 @@ def test_cli_5_a_line_that_is_not_json_is_exit_3(cli_run: CliRun) -> None:
     result = cli_run.invoke("record", cli_run.out, bad)
     assert result.exit_code == 3
     assert f"line 3 of {bad} is not JSON" in result.stderr
-    assert kinds(cli_run) == [*before, "row_refused"]  # issue 25: the line is kept
+    assert kinds(cli_run) == before  # not JSON Lines: refused before the lock
 
 
 def test_cli_5_rejudgments_are_admitted_and_saved_with_the_run_s_digest(

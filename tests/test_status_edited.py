@@ -78,13 +78,16 @@ def test_status_of_an_untouched_run_reads_no_row_and_warns_nothing(
 
 
 def test_a_writer_s_close_notes_the_files_a_stat_then_trusts(
-    done: CliRun, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, templates: Templates, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The note a writer leaves: trusted until a file moves (R-7's check skipped)."""
+    """The note a writer that recorded rows leaves: trusted until a file moves."""
     monkeypatch.setattr(rows_seen_module, "RACY_NS", 0)
-    paths = RunPaths.of(done.out)
-    assert not rows_untouched(paths)  # a copy of the run: other inodes
-    done.ok("status", done.out, "--publish")  # a writer opens and closes
+    run = templates("created", tmp_path, CliRun.create)
+    paths = RunPaths.of(run.out)
+    assert not rows_untouched(paths)  # no writer recorded a row yet
+    run.collect(lambda row: graded())  # record: rows, then the writer closes
     assert rows_untouched(paths)
-    _edit_in_place(done.out, b'"reward":1.0', b'"reward":0.0')
+    run.ok("status", run.out, "--publish")  # a writer that records no row
+    assert rows_untouched(paths)
+    _edit_in_place(run.out, b'"reward":1.0', b'"reward":0.0')
     assert not rows_untouched(paths)

@@ -331,7 +331,7 @@ class Ledger(LogReader, RecordingMixin):
         try:
             if self._writer is not None:
                 self._writer.close()  # a full disk may refuse buffered rows
-                if self.folder is not None:
+                if self.folder is not None and self._writer.committed_rows:
                     save_rows_seen(self.paths)  # status trusts a stat (issue 25)
         finally:
             self._store.close()

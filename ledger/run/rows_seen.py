@@ -2,8 +2,9 @@
 
 ``status`` warns about a recorded row edited in place since it was recorded
 (R-7). Checking every selected row's digest reads every row: seconds at a
-million rollouts, for what the file system already says. So a writer, as it
-closes, notes each collector file's device, inode, size and times
+million rollouts, for what the file system already says. So a writer that
+recorded rows, as it closes, notes each collector file's device, inode, size
+and times
 (``save_rows_seen``); ``rows_untouched`` is true while both files still show
 exactly that, and were not written within ``RACY_NS`` of the note (a write in
 the same clock tick could keep the times). Anything else (an edit, an append

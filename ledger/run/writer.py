@@ -67,6 +67,8 @@ class Writer:
         self._where = where
         #: Raises ``LockLost`` when the run lock is known lost (RunLock.check).
         self._fence = fence
+        #: Rows went through this writer (``commit``): the collector files moved.
+        self.committed_rows = False
 
     def append(
         self,
@@ -112,6 +114,7 @@ class Writer:
         with self.keeper.guard:
             index = self.keeper.index
             ends = {file: (end.offset, end.lines) for file, end in index.ends.items()}
+            self.committed_rows = True
             rows, bodies = self._sink.commit(
                 ops, encode=encode, recorded_ends=ends, written=written
             )
