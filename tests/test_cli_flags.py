@@ -51,11 +51,13 @@ def head_seq(run: CliRun) -> int:
 
 
 def files(run: CliRun) -> dict[str, bytes]:
-    """Every file of the run but the database (a reader may touch its WAL)."""
+    """Every file of the run but the database (a reader may touch its WAL) and
+    the lock file (a dry run that takes the lock writes its holder line, with
+    the time to the second: two runs a second apart differ there)."""
     return {
         str(p): p.read_bytes()
         for p in sorted(run.out.parent.rglob("*"))
-        if p.is_file() and not p.name.startswith("ledger.db")
+        if p.is_file() and not p.name.startswith("ledger.db") and p.name != "run.lock"
     }
 
 

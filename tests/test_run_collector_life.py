@@ -31,7 +31,7 @@ SCRIPT = Path(sys.executable).parent / "rollout-ledger"
 #: row it writes to CALLS (the model calls it made). MODE: ``worker`` (a
 #: worker process of its group writes the rows 1 s after the leader exits),
 #: ``drain`` (one row, then slowly; on SIGTERM the rest over 2 s, then exit),
-#: ``argv`` (its arguments logged to ARGV first).
+#: ``argv`` (its arguments logged to ARGV first), ``slow`` (SLOW seconds first).
 COLLECTOR = r"""
 import json, os, signal, sys, time
 plan, output = sys.argv[1:3]
@@ -48,6 +48,9 @@ def write(some):
             out.flush()
             key = [row["_ng_task_index"], row["_ng_rollout_index"]]
             calls.write(json.dumps(key) + "\n")
+if mode == "slow":
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # ended quietly, as by SIGTERM
+    time.sleep(float(os.environ.get("SLOW", "5")))
 if mode == "worker":
     if os.fork() == 0:  # the worker: same process group, outlives the leader
         time.sleep(1.0)
@@ -204,7 +207,7 @@ def test_a_signal_while_run_starts_up_is_exit_75(run: CliRun, number: int) -> No
     0.3 s before issue 25, so SIGTERM ended it with 143, SIGINT with 1).
     """
     for moment in ("earliest", 0.15, 0.3):
-        process = launch(run)
+        process = launch(run, MODE="slow")  # never complete before the signal
         if moment == "earliest":
             until = time.monotonic() + 30
             while not _caught(process.pid, signal.SIGTERM):  # ours: both are
