@@ -91,3 +91,23 @@ def test_a_writer_s_close_notes_the_files_a_stat_then_trusts(
     assert rows_untouched(paths)
     _edit_in_place(run.out, b'"reward":1.0', b'"reward":0.0')
     assert not rows_untouched(paths)
+
+
+def test_an_edit_before_more_rows_are_recorded_still_warns(
+    tmp_path: Path, templates: Templates, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer that opens on moved files checks the digests before it notes them.
+
+    Else the edit of a row, then a round that records more rows, would leave
+    a fresh note over the edited row and ``status`` would trust it.
+    """
+    run = templates("created", tmp_path, CliRun.create)
+    first = run.collect(lambda row: graded() if row["_ng_task_index"] == 0 else None)
+    assert first  # some rollouts recorded, some left for the next round
+    line = _edit_in_place(run.out, b'"reward":1.0', b'"reward":0.0')
+    more = run.collect(lambda row: graded())
+    assert more  # the next writer recorded rows after the edit
+    monkeypatch.setattr(rows_seen_module, "RACY_NS", 0)  # no racy tick: the stat alone
+    result = run.invoke("status", run.out)
+    assert f"{run.out} line {line}" in result.stderr
+    assert "changed since it was recorded" in result.stderr

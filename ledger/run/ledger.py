@@ -20,6 +20,7 @@ from ledger.errors import ConfigError, Refused
 from ledger.events import Event, StoredEvent, encode_body
 from ledger.identity.secret_text import redact_secrets
 from ledger.paths import RunPaths
+from ledger.run.changed_rows import changed_line
 from ledger.run.create import ManifestLike, PolicyLike, manifest_files, run_created_body
 from ledger.run.index_keeper import IndexKeeper, fold_ends, fold_index
 from ledger.run.lock import RunLock
@@ -34,7 +35,7 @@ from ledger.run.repair import (
     refuse_changed_rows,
     repair,
 )
-from ledger.run.rows_seen import save_rows_seen
+from ledger.run.rows_seen import forget_rows_seen, rows_as_noted, save_rows_seen
 from ledger.run.waiting import Waiting, group_waiting
 from ledger.run.write_index import WriteIndex
 from ledger.run.writer import Writer
@@ -80,6 +81,9 @@ class Ledger(LogReader, RecordingMixin):
         self.folder: Path | None = opened.folder
         self._writer: Writer | None = None
         self._recorder: Recorder | None = None
+        #: Whether the collector files were as the last writer noted them when
+        #: this writer opened (or held no recorded row): see ``close``.
+        self._rows_trusted = True
 
     @property
     def paths(self) -> RunPaths:
@@ -200,13 +204,17 @@ class Ledger(LogReader, RecordingMixin):
             fence=None if self.lock is None else self.lock.check,
         )
         self._recorder = Recorder(self._writer, self.files.names, self.clock)
-        if self.folder is not None and repair_files:  # rows apart from events
-            # EV-12, first. Only the recorded ends tell whether anything is
-            # past them; the index of every rollout is read only if so (P-8).
-            every = self._index_save_every()
-            ends = fold_ends(opened.store, self.where, save_every=every)
-            if any(find_unrecorded(self.paths, ends, self._locations)):
-                repair(self.paths, self._recorder, self._locations)
+        if self.folder is None:
+            return
+        # Only the recorded ends tell whether anything is past them; the
+        # index of every rollout is read only if so (P-8).
+        every = self._index_save_every()
+        ends = fold_ends(opened.store, self.where, save_every=every)
+        self._rows_trusted = rows_as_noted(self.paths) or not any(
+            end.offset for end in ends.ends.values()
+        )
+        if repair_files and any(find_unrecorded(self.paths, ends, self._locations)):
+            repair(self.paths, self._recorder, self._locations)  # EV-12, first
 
     # -- writing -------------------------------------------------------------
 
@@ -332,9 +340,34 @@ class Ledger(LogReader, RecordingMixin):
             if self._writer is not None:
                 self._writer.close()  # a full disk may refuse buffered rows
                 if self.folder is not None and self._writer.committed_rows:
-                    save_rows_seen(self.paths)  # status trusts a stat (issue 25)
+                    self._note_rows()
         finally:
             self._store.close()
+
+    def _note_rows(self) -> None:
+        """Note the collector files for ``status``'s stat (issue 25).
+
+        A writer that opened on files moved since the last note (an edit in
+        place, a killed writer) notes them only once every recorded row's
+        digest checks: else an edit followed by more rows would be trusted.
+        """
+        if self._rows_trusted or self._rows_as_recorded():
+            save_rows_seen(self.paths)
+        else:
+            forget_rows_seen(self.paths)
+
+    def _rows_as_recorded(self) -> bool:
+        paths = self.paths
+        try:
+            for path in (paths.out, paths.sidecar):
+                if path.exists():
+                    size = path.stat().st_size
+                    file = paths.relative(path)
+                    if changed_line(path, file, size, self._locations) is not None:
+                        return False
+        except (OSError, ValueError):
+            return False
+        return True
 
     def __enter__(self) -> Self:
         return self

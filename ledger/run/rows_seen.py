@@ -24,19 +24,28 @@ import msgspec
 
 from ledger.paths import RunPaths
 
-__all__ = ["RACY_NS", "rows_untouched", "save_rows_seen"]
+__all__ = [
+    "RACY_NS",
+    "forget_rows_seen",
+    "rows_as_noted",
+    "rows_untouched",
+    "save_rows_seen",
+]
 
 #: A file written this close to the note is not trusted (coarse clocks).
 RACY_NS = 2_000_000_000
 _NAME = "rows_seen.json"
 
 
+_Shape = tuple[int, int, int, int, int]
+
+
 class _Seen(msgspec.Struct, array_like=True, frozen=True):
-    files: list[tuple[int, int, int, int, int] | None]  # dev, ino, size, mtime, ctime
+    files: list[_Shape | None]  # dev, ino, size, mtime, ctime
     seen_at_ns: int
 
 
-def _shape(path: Path) -> tuple[int, int, int, int, int] | None:
+def _shape(path: Path) -> _Shape | None:
     try:
         found = os.stat(path)
     except OSError:
@@ -64,14 +73,38 @@ def save_rows_seen(paths: RunPaths) -> None:
         os.replace(spare, note)
 
 
-def rows_untouched(paths: RunPaths) -> bool:
-    """Whether ``OUT`` and the sidecar are as their writer last left them."""
+def forget_rows_seen(paths: RunPaths) -> None:
+    """Drop the note: ``status`` checks digests until a writer notes again."""
+    with suppress(OSError):
+        (paths.ledger_dir / _NAME).unlink(missing_ok=True)
+
+
+def _noted(paths: RunPaths) -> tuple[_Seen, list[_Shape | None]] | None:
     try:
         seen = msgspec.json.decode((paths.ledger_dir / _NAME).read_bytes(), type=_Seen)
     except (OSError, msgspec.DecodeError, msgspec.ValidationError):
-        return False
+        return None
     now = [_shape(p) for p in _files(paths)]
     if [tuple(s) if s is not None else None for s in seen.files] != now:
+        return None
+    return seen, now
+
+
+def rows_as_noted(paths: RunPaths) -> bool:
+    """Whether the files show exactly what the last note saw (a writer, opening).
+
+    A writer that finds them moved (an edit, a killed writer's rows) checks
+    every recorded row's digest before it notes the files again, so an edit
+    followed by more rows is still seen (issue 25).
+    """
+    return _noted(paths) is not None
+
+
+def rows_untouched(paths: RunPaths) -> bool:
+    """Whether ``OUT`` and the sidecar are as their writer last left them."""
+    noted = _noted(paths)
+    if noted is None:
         return False
+    seen, now = noted
     newest = max((max(s[3], s[4]) for s in now if s is not None), default=0)
     return newest + RACY_NS <= seen.seen_at_ns
