@@ -96,7 +96,7 @@ def linked_copy(out: Path, folder: Path, *, copy_outputs: bool = False) -> Path:
     ``OUT`` and its sidecar are linked (``copy_outputs``: copied, a command
     will append to them). The materialized inputs are always copied: a link
     changes the inode's change time, which a resume reads to trust what the
-    last full read of the inputs found (``ledger.run.inputs_seen``), so a
+    last full read of the inputs found (``ledger.collector_files.inputs_seen``), so a
     link made while another copy is measured would make that one hash its
     inputs again at every resume.
     """

@@ -4,7 +4,7 @@ Ours is what ``rollout-ledger run`` does while its collector runs: P-7's rows
 (~1 KB, first attempts, outcomes as in a run), released as a round's plan, are
 appended to the round's ``output.jsonl`` by a separate process writing 20 rows
 a write, 2 ms apart (at most 10,000 rows a second), while the round recorder
-the command uses (``projections.round_files``) reads the complete new lines
+the command uses (``projections.operations.round_files``) reads the complete new lines
 and records them through ``record``'s path (each attempt reserved and
 recorded in one transaction per read). A read follows at once when the last
 one found rows, else after 0.2 s (the command waits up to 0.2 s on its
@@ -26,8 +26,8 @@ from bench.context import Context, Measured
 from bench.recorder_rate import create_p7_run, p7_ours, p7_rows
 from ledger import Ledger, RunLock, derived_rollout_id
 from ledger.events import AttemptsReleased
-from projections.round_files import RoundFiles, RoundRecorder
-from projections.run_loop import POLL_SECONDS
+from projections.operations.round_files import RoundFiles, RoundRecorder
+from projections.operations.run_loop import POLL_SECONDS
 
 __all__ = ["run_baseline", "run_ours"]
 

@@ -3,7 +3,7 @@
 Both sides run the same public calls on collector files of the same plan and
 size (``bench.shapes``): ``projections.import_run`` (the ``import`` command:
 the ledger recorded from the files, then its files published), then opening
-the run and ``projections.status`` (replay, every decision, the coverage: what
+the run and ``projections.views.status`` (replay, every decision, the coverage: what
 ``status`` prints). Ours reads NeMo Gym 0.7.0's rows, the baseline the older
 rows of P-4's run, so the ratio is what 0.7.0's shapes and the rules that read
 them cost on that path. Each round imports a fresh copy of the files (the copy

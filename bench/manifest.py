@@ -4,7 +4,7 @@
 ``tests/conftest.py``'s ``MinimalManifest`` so the harness never imports the
 tests): P-1, P-2 and P-7 append to runs made with it. The runs P-3, P-4 and
 P-5 replay and resume carry a real :class:`ledger.RunManifest` of a fixed
-NeMo Gym-like configuration (the demo's, ``cli/demo.py``), so the resume gate
+NeMo Gym-like configuration (the demo's, ``cli/demo/command.py``), so the resume gate
 passes on them as it does on a real run.
 """
 

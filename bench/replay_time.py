@@ -15,7 +15,7 @@ from bench.context import Context, Measured
 from ledger.policy.log import policy_from_json
 from ledger.run.ledger import Ledger
 from projections import coverage, decide_all, replay
-from projections.snapshot import load_snapshot
+from projections.fold.snapshot import load_snapshot
 
 __all__ = ["p3_ours", "p5_baseline", "p5_ours"]
 

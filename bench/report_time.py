@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 
 from bench.context import Context, Measured
-from cli.report_html import render_report
+from cli.render.html import render_report
 from ledger import Ledger
 from projections import (
     decide_all,

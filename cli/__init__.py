@@ -1,6 +1,6 @@
 """The rollout-ledger command line: a thin click shell over the library."""
 
-from cli import early_signals
+from cli.launch import early_signals
 
 early_signals.install()  # before the rest is imported: `run`'s SIGTERM from the start
 

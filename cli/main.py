@@ -37,7 +37,9 @@ class _EchoHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         message = _safe(record.getMessage())
-        if sys.stderr.isatty():  # a spinner's line is erased first (cli.progress)
+        if (
+            sys.stderr.isatty()
+        ):  # a spinner's line is erased first (cli.render.progress)
             click.echo("\r\x1b[K", err=True, nl=False)
         click.echo(f"rollout-ledger: warning: {message}", err=True)
 
@@ -100,14 +102,19 @@ def main() -> None:
 
 
 def _commands() -> Iterator[click.Command]:
-    """Every command defined in ``cli/commands_*.py`` and ``cli/demo.py``.
+    """Every command defined in ``cli/commands/*.py`` and ``cli/demo/command.py``.
 
     A new command is a function in a command module: nothing here lists it.
     """
-    folder = Path(__file__).parent  # a glob, not pkgutil: --help stays quick (P-6)
-    names = [*sorted(p.stem for p in folder.glob("commands_*.py")), "demo"]
+    folder = Path(__file__).parent / "commands"  # a glob: --help stays quick (P-6)
+    names = [
+        *(f"cli.commands.{p.stem}" for p in sorted(folder.glob("*.py"))),
+        "cli.demo.command",
+    ]
     for name in names:
-        module = importlib.import_module(f"cli.{name}")
+        if name.endswith(".__init__"):
+            continue
+        module = importlib.import_module(name)
         for value in vars(module).values():
             callback = getattr(value, "callback", None)
             if isinstance(value, click.Command) and (

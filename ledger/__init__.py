@@ -67,12 +67,12 @@ from ledger.errors import (
     UnknownEvent,
 )
 from ledger.files import atomic_replace, publish_json
-from ledger.identity.credentials import credential_safe, redact_secrets
 from ledger.identity.digest import config_identity, identity_digest
 from ledger.identity.drift import Drift, classify_key, diff_keys, drift
-from ledger.identity.literal_secrets import credential_paths
 from ledger.identity.manifest import RunManifest
 from ledger.identity.placement import misplaced_in_collection, misplaced_in_servers
+from ledger.identity.secrets.literal import credential_paths
+from ledger.identity.secrets.redact import credential_safe, redact_secrets
 from ledger.identity.servers import server_blocks
 from ledger.outputs import check_outputs
 from ledger.policy.attempts_cap import max_rollout_attempts
@@ -116,14 +116,15 @@ from ledger.store.registry import resolve_out
 
 # isort: split
 # What the commands call (one library function each) and the values they use.
+from ledger.collector_files.identify import ROLLOUT_ID, derived_rollout_id, identify_row
+from ledger.collector_files.rows_seen import rows_untouched
+from ledger.collector_files.waiting import Waiting, adopt_advice, group_waiting
 from ledger.errors import plural
+from ledger.lazy import lazy_exports
 from ledger.paths import RunPaths
 from ledger.run.create import adopted_inputs, check_new_run
-from ledger.run.identify import ROLLOUT_ID, derived_rollout_id, identify_row
 from ledger.run.opening import open_run
 from ledger.run.plan_record import read_plan_rows, record_plan_rows
-from ledger.run.rows_seen import rows_untouched
-from ledger.run.waiting import Waiting, adopt_advice, group_waiting
 
 __all__ = [
     "FAILURE_KINDS",
@@ -198,6 +199,7 @@ __all__ = [
     "keeps_response",
     "keeps_saved_answer",
     "kind_is",
+    "lazy_exports",
     "masked_candidate_kind",
     "masked_infrastructure_kind",
     "masked_kept_answer_kind",
@@ -234,21 +236,21 @@ __all__ = [
 _LAZY = {
     "AsyncRecorder": "ledger.run.async_recorder",
     "CopiedRun": "ledger.run.transfer",
-    "DoctorReport": "ledger.run.doctor_report",
-    "FollowedFile": "ledger.run.follow",
-    "FollowedLine": "ledger.run.follow",
+    "DoctorReport": "ledger.doctor.report",
+    "FollowedFile": "ledger.collector_files.follow",
+    "FollowedLine": "ledger.collector_files.follow",
     "ImportReport": "ledger.legacy.importer",
     "copy_into_store": "ledger.run.transfer",
     "copy_to_files": "ledger.run.transfer",
-    "doctor": "ledger.run.doctor_report",
+    "doctor": "ledger.doctor.report",
     "import_legacy_run": "ledger.legacy.importer",
 }
 
 if TYPE_CHECKING:
+    from ledger.collector_files.follow import FollowedFile, FollowedLine
+    from ledger.doctor.report import DoctorReport, doctor
     from ledger.legacy.importer import ImportReport, import_legacy_run
     from ledger.run.async_recorder import AsyncRecorder
-    from ledger.run.doctor_report import DoctorReport, doctor
-    from ledger.run.follow import FollowedFile, FollowedLine
     from ledger.run.transfer import CopiedRun, copy_into_store, copy_to_files
 
 

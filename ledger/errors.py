@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ledger.identity.secret_text import redact_secrets
+from ledger.identity.secrets.patterns import redact_secrets
 
 
 def plural(count: int, noun: str, many: str | None = None) -> str:

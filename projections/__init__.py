@@ -1,4 +1,9 @@
-"""The read side of rollout-ledger: pure folds of the event log into views.
+"""The read side of rollout-ledger, and the operations on top of it.
+
+Six pure rooms read the log: ``fold`` (events into a ``RunState``, and its
+snapshots), ``decisions`` (REC-20, the gate, coverage, the plan), ``views``
+(status, history, results, verify), ``figures`` (the reward figures),
+``words`` and ``report``. One room, ``operations``, holds what changes a run.
 
 ``replay`` folds events into a ``RunState``; ``decide`` applies REC-20 to one
 rollout; ``coverage`` and ``check_complete`` summarize; ``gate`` and ``resume``
@@ -10,7 +15,7 @@ check and plan; ``replan`` releases what the decisions allow; ``publish``,
 ``config_diff`` and the operator actions (``approve``, ``reset_budget``,
 ``extend_attempts``, ``set_policy``). ``GLOSSARY``, ``describe_decision``,
 ``describe_rollout``, ``describe_kind``, ``describe_rule`` and
-``REASON_LABELS`` (a coverage reason in a few words; ``projections.words``)
+``REASON_LABELS`` (a coverage reason in a few words; ``projections.words.describe``)
 say them in plain words; ``report_context`` gathers
 what the HTML report shows. Everything not in ``__all__`` is private and may
 move.
@@ -32,64 +37,60 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from projections.actions import (
+    from projections.decisions.config_diff import ConfigDiff, KeyDiff, config_diff
+    from projections.decisions.coverage import (
+        Coverage,
+        check_complete,
+        coverage,
+        excluded_sidecar_lines,
+    )
+    from projections.decisions.decide import Decision, decide, decide_all
+    from projections.decisions.gate import GateVerdict, gate
+    from projections.decisions.plan import HeldItem, Plan, RejudgeItem
+    from projections.figures.in_words import metrics_lines
+    from projections.figures.metrics import (
+        PassAtK,
+        RewardMetrics,
+        TaskMean,
+        reward_metrics,
+    )
+    from projections.figures.nemo_gym import (
+        AggregateMetrics,
+        MeasuredRows,
+        measured_rows,
+    )
+    from projections.fold.replay import replay
+    from projections.fold.state import RunState
+    from projections.operations.create import CreatedRun, create_run
+    from projections.operations.dataset import (
+        MAX_EXPANDED_BYTES,
+        MAX_EXPANDED_ROLLOUTS,
+        Expanded,
+        expand_dataset,
+    )
+    from projections.operations.importing import (
+        ImportResult,
+        StoreImport,
+        import_into_store,
+        import_run,
+    )
+    from projections.operations.operator import (
         Approval,
         OperatorResult,
         approve,
         approve_held,
         held_attempts,
     )
-    from projections.aggregate import (
-        AggregateMetrics,
-        MeasuredRows,
-        measured_rows,
-    )
-    from projections.config_diff import ConfigDiff, KeyDiff, config_diff
-    from projections.coverage import (
-        Coverage,
-        check_complete,
-        coverage,
-        excluded_sidecar_lines,
-    )
-    from projections.create import CreatedRun, create_run
-    from projections.dataset import (
-        MAX_EXPANDED_BYTES,
-        MAX_EXPANDED_ROLLOUTS,
-        Expanded,
-        expand_dataset,
-    )
-    from projections.decide import Decision, decide, decide_all
-    from projections.export import AuditExport, audit_export
-    from projections.gate import GateVerdict, gate
-    from projections.history import History, HistoryEntry, history
-    from projections.importing import (
-        ImportResult,
-        StoreImport,
-        import_into_store,
-        import_run,
-    )
-    from projections.metrics import PassAtK, RewardMetrics, TaskMean, reward_metrics
-    from projections.metrics_text import metrics_lines
-    from projections.plan import HeldItem, Plan, RejudgeItem
-    from projections.plan_file import (
+    from projections.operations.plan_file import (
         RecordedOutcomes,
         record_outcomes,
         resume_with_plan_file,
     )
-    from projections.publish import publish
-    from projections.replan import replan
-    from projections.replay import replay
-    from projections.report import report_context
-    from projections.results import (
-        ChangedRow,
-        ResultRows,
-        changed_rows,
-        result_rows,
-        selected_results,
-    )
-    from projections.resume import Resume, resume
-    from projections.round_files import Recorded, Refusal, RoundFiles
-    from projections.run_loop import (
+    from projections.operations.publish import publish, status
+    from projections.operations.replan import replan
+    from projections.operations.resume import Resume, resume
+    from projections.operations.round_files import Recorded, Refusal, RoundFiles
+    from projections.operations.run_loop import (
         Collector,
         CollectorExit,
         Launcher,
@@ -97,11 +98,24 @@ if TYPE_CHECKING:
         RunCheck,
         run_rounds,
     )
-    from projections.settings_actions import extend_attempts, reset_budget, set_policy
-    from projections.state import RunState
-    from projections.status import RunStatus, adopt_note, check_run, status
-    from projections.verify import Finding, Verification, verify, verify_run
-    from projections.words import (
+    from projections.operations.settings import (
+        extend_attempts,
+        reset_budget,
+        set_policy,
+    )
+    from projections.report.context import report_context
+    from projections.views.export import AuditExport, audit_export
+    from projections.views.history import History, HistoryEntry, history
+    from projections.views.results import (
+        ChangedRow,
+        ResultRows,
+        changed_rows,
+        result_rows,
+        selected_results,
+    )
+    from projections.views.status import RunStatus, adopt_note, check_run
+    from projections.views.verify import Finding, Verification, verify, verify_run
+    from projections.words.describe import (
         GLOSSARY,
         GLOSSARY_SECTIONS,
         REASON_LABELS,
@@ -207,109 +221,94 @@ __all__ = [
 #: (P-4, P-6): a resume loads the modules it runs, not the report's, the
 #: history's or the importer's.
 _LAZY = {
-    "AggregateMetrics": "projections.aggregate",
-    "Approval": "projections.actions",
-    "AuditExport": "projections.export",
-    "ChangedRow": "projections.results",
-    "Collector": "projections.run_loop",
-    "CollectorExit": "projections.run_loop",
-    "ConfigDiff": "projections.config_diff",
-    "Coverage": "projections.coverage",
-    "CreatedRun": "projections.create",
-    "Decision": "projections.decide",
-    "Expanded": "projections.dataset",
-    "Finding": "projections.verify",
-    "GLOSSARY": "projections.words",
-    "GLOSSARY_SECTIONS": "projections.words",
-    "GateVerdict": "projections.gate",
-    "HeldItem": "projections.plan",
-    "History": "projections.history",
-    "HistoryEntry": "projections.history",
-    "ImportResult": "projections.importing",
-    "KeyDiff": "projections.config_diff",
-    "Launcher": "projections.run_loop",
-    "MeasuredRows": "projections.aggregate",
-    "OperatorResult": "projections.actions",
-    "PassAtK": "projections.metrics",
-    "Plan": "projections.plan",
-    "REASON_LABELS": "projections.words",
-    "RULE_WORDS": "projections.words",
-    "Recorded": "projections.round_files",
-    "RecordedOutcomes": "projections.plan_file",
-    "Refusal": "projections.round_files",
-    "RejudgeItem": "projections.plan",
-    "ResultRows": "projections.results",
-    "Resume": "projections.resume",
-    "RewardMetrics": "projections.metrics",
-    "RoundFiles": "projections.round_files",
-    "RoundReport": "projections.run_loop",
-    "RunCheck": "projections.run_loop",
-    "RunState": "projections.state",
-    "RunStatus": "projections.status",
-    "StoreImport": "projections.importing",
-    "TaskMean": "projections.metrics",
-    "Verification": "projections.verify",
-    "adopt_note": "projections.status",
-    "approve": "projections.actions",
-    "approve_held": "projections.actions",
-    "audit_export": "projections.export",
-    "changed_rows": "projections.results",
-    "check_complete": "projections.coverage",
-    "check_run": "projections.status",
-    "config_diff": "projections.config_diff",
-    "coverage": "projections.coverage",
-    "create_run": "projections.create",
-    "decide": "projections.decide",
-    "decide_all": "projections.decide",
-    "describe_decision": "projections.words",
-    "describe_kind": "projections.words",
-    "describe_reason": "projections.words",
-    "describe_rollout": "projections.words",
-    "describe_rule": "projections.words",
-    "excluded_sidecar_lines": "projections.coverage",
-    "expand_dataset": "projections.dataset",
-    "MAX_EXPANDED_BYTES": "projections.dataset",
-    "MAX_EXPANDED_ROLLOUTS": "projections.dataset",
-    "extend_attempts": "projections.settings_actions",
-    "gate": "projections.gate",
-    "held_attempts": "projections.actions",
-    "history": "projections.history",
-    "import_into_store": "projections.importing",
-    "import_run": "projections.importing",
-    "measured_rows": "projections.aggregate",
-    "metrics_lines": "projections.metrics_text",
-    "publish": "projections.publish",
-    "record_outcomes": "projections.plan_file",
-    "replan": "projections.replan",
-    "replay": "projections.replay",
-    "report_context": "projections.report",
-    "reset_budget": "projections.settings_actions",
-    "result_rows": "projections.results",
-    "resume": "projections.resume",
-    "resume_with_plan_file": "projections.plan_file",
-    "reward_metrics": "projections.metrics",
-    "run_rounds": "projections.run_loop",
-    "selected_results": "projections.results",
-    "set_policy": "projections.settings_actions",
-    "status": "projections.status",
-    "verify": "projections.verify",
-    "verify_run": "projections.verify",
+    "AggregateMetrics": "projections.figures.nemo_gym",
+    "Approval": "projections.operations.operator",
+    "AuditExport": "projections.views.export",
+    "ChangedRow": "projections.views.results",
+    "Collector": "projections.operations.run_loop",
+    "CollectorExit": "projections.operations.run_loop",
+    "ConfigDiff": "projections.decisions.config_diff",
+    "Coverage": "projections.decisions.coverage",
+    "CreatedRun": "projections.operations.create",
+    "Decision": "projections.decisions.decide",
+    "Expanded": "projections.operations.dataset",
+    "Finding": "projections.views.verify",
+    "GLOSSARY": "projections.words.describe",
+    "GLOSSARY_SECTIONS": "projections.words.describe",
+    "GateVerdict": "projections.decisions.gate",
+    "HeldItem": "projections.decisions.plan",
+    "History": "projections.views.history",
+    "HistoryEntry": "projections.views.history",
+    "ImportResult": "projections.operations.importing",
+    "KeyDiff": "projections.decisions.config_diff",
+    "Launcher": "projections.operations.run_loop",
+    "MeasuredRows": "projections.figures.nemo_gym",
+    "OperatorResult": "projections.operations.operator",
+    "PassAtK": "projections.figures.metrics",
+    "Plan": "projections.decisions.plan",
+    "REASON_LABELS": "projections.words.describe",
+    "RULE_WORDS": "projections.words.describe",
+    "Recorded": "projections.operations.round_files",
+    "RecordedOutcomes": "projections.operations.plan_file",
+    "Refusal": "projections.operations.round_files",
+    "RejudgeItem": "projections.decisions.plan",
+    "ResultRows": "projections.views.results",
+    "Resume": "projections.operations.resume",
+    "RewardMetrics": "projections.figures.metrics",
+    "RoundFiles": "projections.operations.round_files",
+    "RoundReport": "projections.operations.run_loop",
+    "RunCheck": "projections.operations.run_loop",
+    "RunState": "projections.fold.state",
+    "RunStatus": "projections.views.status",
+    "StoreImport": "projections.operations.importing",
+    "TaskMean": "projections.figures.metrics",
+    "Verification": "projections.views.verify",
+    "adopt_note": "projections.views.status",
+    "approve": "projections.operations.operator",
+    "approve_held": "projections.operations.operator",
+    "audit_export": "projections.views.export",
+    "changed_rows": "projections.views.results",
+    "check_complete": "projections.decisions.coverage",
+    "check_run": "projections.views.status",
+    "config_diff": "projections.decisions.config_diff",
+    "coverage": "projections.decisions.coverage",
+    "create_run": "projections.operations.create",
+    "decide": "projections.decisions.decide",
+    "decide_all": "projections.decisions.decide",
+    "describe_decision": "projections.words.describe",
+    "describe_kind": "projections.words.describe",
+    "describe_reason": "projections.words.describe",
+    "describe_rollout": "projections.words.describe",
+    "describe_rule": "projections.words.describe",
+    "excluded_sidecar_lines": "projections.decisions.coverage",
+    "expand_dataset": "projections.operations.dataset",
+    "MAX_EXPANDED_BYTES": "projections.operations.dataset",
+    "MAX_EXPANDED_ROLLOUTS": "projections.operations.dataset",
+    "extend_attempts": "projections.operations.settings",
+    "gate": "projections.decisions.gate",
+    "held_attempts": "projections.operations.operator",
+    "history": "projections.views.history",
+    "import_into_store": "projections.operations.importing",
+    "import_run": "projections.operations.importing",
+    "measured_rows": "projections.figures.nemo_gym",
+    "metrics_lines": "projections.figures.in_words",
+    "publish": "projections.operations.publish",
+    "record_outcomes": "projections.operations.plan_file",
+    "replan": "projections.operations.replan",
+    "replay": "projections.fold.replay",
+    "report_context": "projections.report.context",
+    "reset_budget": "projections.operations.settings",
+    "result_rows": "projections.views.results",
+    "resume": "projections.operations.resume",
+    "resume_with_plan_file": "projections.operations.plan_file",
+    "reward_metrics": "projections.figures.metrics",
+    "run_rounds": "projections.operations.run_loop",
+    "selected_results": "projections.views.results",
+    "set_policy": "projections.operations.settings",
+    "status": "projections.operations.publish",
+    "verify": "projections.views.verify",
+    "verify_run": "projections.views.verify",
 }
-
-
-# A name that is also a module's (``coverage``, ``resume``...) is bound here,
-# before the module's own import would bind the package attribute to it.
-from projections.config_diff import config_diff  # noqa: E402
-from projections.coverage import coverage  # noqa: E402
-from projections.decide import decide  # noqa: E402
-from projections.gate import gate  # noqa: E402
-from projections.history import history  # noqa: E402
-from projections.publish import publish  # noqa: E402
-from projections.replan import replan  # noqa: E402
-from projections.replay import replay  # noqa: E402
-from projections.resume import resume  # noqa: E402
-from projections.status import status  # noqa: E402
-from projections.verify import verify  # noqa: E402
 
 
 def __getattr__(name: str) -> Any:

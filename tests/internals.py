@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import cli.demo as demo_module
+    import cli.demo.command as demo_module
+    import ledger.collector_files.inputs_seen as inputs_seen_module
+    import ledger.collector_files.rows_seen as rows_seen_module
     import ledger.event_views as event_views
     import ledger.files as files_module
     import ledger.identity.key_tables as key_tables
@@ -38,24 +40,17 @@ if TYPE_CHECKING:
     import ledger.legacy.importer as legacy_importer
     import ledger.legacy.log as legacy_log
     import ledger.rows.rules as rules
-    import ledger.run.inputs_seen as inputs_seen_module
-    import ledger.run.rows_seen as rows_seen_module
     import ledger.store.built_aside as built_aside
-    import projections.replan as replan_module
-    import projections.results as results_module
-    from cli.collector import dies_with_parent
-    from cli.commands_import import _progress_bar, import_
+    import projections.operations.replan as replan_module
+    import projections.views.results as results_module
+    from cli.commands.importing import _progress_bar, import_
     from cli.common import load_global_config
-    from cli.demo import demo
+    from cli.demo.command import demo
+    from cli.launch.collector import dies_with_parent
     from cli.main import LedgerGroup
+    from ledger.collector_files.inputs_seen import InputsSeen, still_seen
     from ledger.event_views import VIEWS
     from ledger.files import canonical_json
-    from ledger.identity.credentials import (
-        Redactor,
-        credential_interpolation,
-        credential_named,
-        redact_text,
-    )
     from ledger.identity.digest import counted_identity
     from ledger.identity.forms import added_at_default, restored_null_defaults
     from ledger.identity.interpolations import find_interpolations
@@ -63,6 +58,12 @@ if TYPE_CHECKING:
     from ledger.identity.key_words import join_key, split_key
     from ledger.identity.manifest import materialized_digest
     from ledger.identity.plain_data import to_plain
+    from ledger.identity.secrets.redact import (
+        Redactor,
+        credential_interpolation,
+        credential_named,
+        redact_text,
+    )
     from ledger.identity.servers import server_blocks
     from ledger.jsonl import encode_row, encode_rows
     from ledger.legacy.inputs import read_materialized as legacy_read_materialized
@@ -126,33 +127,20 @@ if TYPE_CHECKING:
     from ledger.rows.kinds import own_failure_kind, row_kind
     from ledger.rows.rules import FinalContext, row_route
     from ledger.run.index_keeper import ENDS_VERSION, IndexKeeper
-    from ledger.run.inputs_seen import InputsSeen, still_seen
     from ledger.run.plan_record import record_plan_rows
     from ledger.run.recorder import Recorder
     from ledger.run.write_index import INDEX_CODE_VERSION, INDEX_KINDS, WriteIndex
     from ledger.store.chain import first_chain_break
     from ledger.store.decode import decode_row
     from ledger.store.file_sink import FileSink
-    from ledger.store.memory import forget_all
-    from ledger.store.memory_log import MemoryStore
+    from ledger.store.memory.log import MemoryStore
+    from ledger.store.memory.runs import forget_all
     from ledger.store.port import EventRow, NewEvent, NewRow
-    from ledger.store.sqlite import SCHEMA_VERSION, SQLiteStore
-    from projections.classify import BRANCHES, classify
-    from projections.decide import TaskDecisions
-    from projections.fold import (
-        HANDLERS,
-        IGNORED_KINDS,
-        NEEDS_AT,
-        FoldStep,
-        fold_events,
-    )
-    from projections.fold_rows import FAST_DECODER
-    from projections.metrics import pass_at_k, t_quantile_975
-    from projections.open_snapshot import load_open, save_open
-    from projections.publish import rendered_files
-    from projections.replan import read_materialized
-    from projections.replay import apply
-    from projections.reward_figures import (
+    from ledger.store.sqlite.store import SCHEMA_VERSION, SQLiteStore
+    from projections.decisions.classify import BRANCHES, classify
+    from projections.decisions.decide import TaskDecisions
+    from projections.figures.metrics import pass_at_k, t_quantile_975
+    from projections.figures.sums import (
         ValueSums,
         add_values,
         figures_of_scores,
@@ -162,10 +150,23 @@ if TYPE_CHECKING:
         unpack_scores,
         updated,
     )
-    from projections.reward_figures import summary as reward_summary
-    from projections.settle import settle
-    from projections.snapshot import CODE_VERSION, load_snapshot, save_snapshot
-    from projections.state import Judgment, RolloutState
+    from projections.figures.sums import summary as reward_summary
+    from projections.fold.apply import (
+        HANDLERS,
+        IGNORED_KINDS,
+        NEEDS_AT,
+        FoldStep,
+        fold_events,
+    )
+    from projections.fold.fast_path import FAST_DECODER
+    from projections.fold.left import load_open
+    from projections.fold.replay import apply
+    from projections.fold.settle import settle
+    from projections.fold.snapshot import CODE_VERSION, load_snapshot
+    from projections.fold.state import Judgment, RolloutState
+    from projections.operations.keep import save_open, save_snapshot
+    from projections.operations.replan import read_materialized
+    from projections.views.published import rendered_files
 
 
 __all__ = [

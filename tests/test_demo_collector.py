@@ -138,7 +138,7 @@ def test_cli_15_collector_dies_and_rounds_still_complete(tmp_path: Path) -> None
 
 @pytest.mark.slow
 def test_cli_15_the_python_api_collector_example_still_runs(tmp_path: Path) -> None:
-    """The README's API example in full (``cli/demo_collector.py``), killed once."""
+    """The README's API example in full (``cli/demo/collector.py``), killed once."""
     folder = tmp_path / "api"
     folder.mkdir()
     demo_module._write_config(folder, parallel=32)
@@ -156,7 +156,7 @@ def test_cli_15_the_python_api_collector_example_still_runs(tmp_path: Path) -> N
         "--global-config",
         folder / "servers.yaml",
     )
-    command = [sys.executable, "-m", "cli.demo_collector", str(folder), "--seed", "2"]
+    command = [sys.executable, "-m", "cli.demo.collector", str(folder), "--seed", "2"]
     killed = subprocess.Popen(
         [*command, "--die-in-wave", "1"], stdout=subprocess.PIPE, text=True
     )

@@ -111,7 +111,7 @@ LEDGER_INTERNALS: dict[str, tuple[frozenset[str], str]] = {
         "verify compares each materialized line with the index entry run_created "
         "recorded for it (R-7)",
     ),
-    "ledger.run.inputs_seen": (
+    "ledger.collector_files.inputs_seen": (
         frozenset({"InputsSeen", "before_read", "same_file", "seen_now", "still_seen"}),
         "a resume trusts the inputs' digest while their file is untouched (P-8); "
         "the proof is the snapshot's, of no use to a caller",
@@ -265,13 +265,13 @@ def test_the_export_checks_see_what_they_refuse(tmp_path: Path) -> None:
         "import ledger\n"
         "from ledger.run.ledger import Ledger\n"
         "from projections import replay\n"
-        "from projections.actions import append_operator_events\n"
+        "from projections.operations.operator import append_operator_events\n"
         "ledger.Ledger, ledger.run\n"
     )
     assert _cli_offences(bad) == [
         "bad.py:2: ledger.run.ledger Ledger",
         "bad.py:5: ledger.run",
-        "bad.py:4: projections.actions append_operator_events",
+        "bad.py:4: projections.operations.operator append_operator_events",
     ]
     assert _exported(ledger, "ledger.errors", "ConfigError")
     assert _exported(ledger, "ledger.events", "RerunApproved")

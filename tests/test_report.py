@@ -141,7 +141,7 @@ def test_p4_large_run_is_shown_in_bands_with_unfinished_trails(
 ) -> None:
     """P-4: past the grid's limit, bands of tasks and the unfinished listed."""
     out = demo_run(tmp_path / "run", rollouts=80)
-    monkeypatch.setattr(projections.report, "GRID_LIMIT", 20)
+    monkeypatch.setattr(projections.report.context, "GRID_LIMIT", 20)
     page = report_of(out, tmp_path / "report.html")
     assert 'class="cell' not in page
     assert "tasks are too many for one square per rollout" in page

@@ -232,7 +232,7 @@ def test_p4_large_run_bands_open_the_listed_trails(
 ) -> None:
     """P-4: past the grid's limit, the unfinished rollouts' rows open trails."""
     out = demo_run(tmp_path / "run", rollouts=80)
-    monkeypatch.setattr(projections.report, "GRID_LIMIT", 20)
+    monkeypatch.setattr(projections.report.context, "GRID_LIMIT", 20)
     page = tmp_path / "report.html"
     report_of(out, page)
     _open(browser, page)

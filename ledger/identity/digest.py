@@ -34,7 +34,6 @@ from typing import Any
 
 from ledger.errors import ConfigError
 from ledger.identity import registries
-from ledger.identity.credentials import Redactor
 from ledger.identity.drift import classify_key
 from ledger.identity.key_tables import ENVIRONMENT_KIND, PLACEMENT_KEYS, SERVER_KINDS
 from ledger.identity.key_words import join_key
@@ -46,6 +45,7 @@ from ledger.identity.normalize import (
 )
 from ledger.identity.plain_data import to_plain
 from ledger.identity.resolve import ConfigContext
+from ledger.identity.secrets.redact import Redactor
 from ledger.identity.servers import Reference, reachable_servers, server_blocks
 
 __all__ = [

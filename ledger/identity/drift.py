@@ -14,7 +14,6 @@ from typing import Any, Literal
 
 import msgspec
 
-from ledger.identity.credentials import credential_named
 from ledger.identity.key_tables import (
     FILE_SUFFIXES,
     OPERATIONAL_FIRST_WORDS,
@@ -23,6 +22,7 @@ from ledger.identity.key_tables import (
     OPERATIONAL_WORDS,
 )
 from ledger.identity.key_words import join_key, key_words, segment_form, split_key
+from ledger.identity.secrets.redact import credential_named
 
 __all__ = ["Drift", "KeyClass", "classify_key", "diff_keys", "drift"]
 

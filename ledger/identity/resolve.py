@@ -17,7 +17,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from ledger.errors import ConfigError
-from ledger.identity.credentials import Redactor
+from ledger.identity.secrets.redact import Redactor
 
 __all__ = ["ConfigContext"]
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import msgspec
 
 from ledger.clock import Clock
+from ledger.collector_files.repair import Unrecorded
 from ledger.errors import RowError
 from ledger.events import (
     Event,
@@ -32,7 +33,6 @@ from ledger.legacy.reading import OutcomeReader, RawLine, listing, raw_lines
 from ledger.paths import RunPaths
 from ledger.run.ledger import Ledger
 from ledger.run.lock import RunLock
-from ledger.run.repair import Unrecorded
 from ledger.run.write_index import WriteIndex
 from ledger.store.decode import stored_from_row
 from ledger.store.port import EventRow, NewEvent

@@ -29,7 +29,7 @@ from ledger.events import (
     ResultSaved,
 )
 from ledger.files import open_regular
-from ledger.identity.secret_text import redact_secrets
+from ledger.identity.secrets.patterns import redact_secrets
 from ledger.jsonl import is_json_object
 from ledger.rows.all_facts import row_facts
 from ledger.rows.kinds import omission_reason, row_route

@@ -27,6 +27,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
+from ledger.collector_files.waiting import adopt_advice, group_waiting
 from ledger.errors import ConfigError, CorruptLedger, StorageError, plural
 from ledger.events import Location
 from ledger.files import atomic_replace, open_regular
@@ -35,7 +36,6 @@ from ledger.postgres.store import PostgresStore
 from ledger.postgres.url import RunUrl
 from ledger.run.ledger import Ledger
 from ledger.run.lock import RunLock
-from ledger.run.waiting import adopt_advice, group_waiting
 from ledger.run.write_index import INDEX_KINDS, WriteIndex
 from ledger.store.built_aside import built_aside
 from ledger.store.decode import decode_row

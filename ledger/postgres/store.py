@@ -1,6 +1,6 @@
 """The PostgreSQL event store (SC-1..SC-3): the SQLite store's contract, many writers.
 
-``PostgresStore`` has the public methods of :class:`ledger.store.sqlite.SQLiteStore`
+``PostgresStore`` has the public methods of the SQLite store (``SQLiteStore``)
 with the same meaning, rows and errors, so a ``Ledger`` can hold either. What
 differs is how appends are serialized: each append locks its run's row in
 ``runs`` (``SELECT ... FOR UPDATE``) inside the transaction, so any number of

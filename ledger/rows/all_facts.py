@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ledger.identity.secret_text import redact_secrets
+from ledger.identity.secrets.patterns import redact_secrets
 from ledger.rows.answers import (
     answers,
     grade_record,

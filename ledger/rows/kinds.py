@@ -8,7 +8,7 @@ from types import MappingProxyType
 from typing import Any, Final, Literal, NamedTuple
 
 from ledger.errors import RowError
-from ledger.identity.secret_text import redact_secrets
+from ledger.identity.secrets.patterns import redact_secrets
 from ledger.rows.answers import is_sidecar_row
 from ledger.rows.calls import http_status
 from ledger.rows.facts import FailureEventFacts, RowKind

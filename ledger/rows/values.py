@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Any, Final, TypeGuard
 
 from ledger.bounds import MAX_INDEX
-from ledger.identity.secret_text import redact_secrets
+from ledger.identity.secrets.patterns import redact_secrets
 
 __all__ = [
     "MAX_COUNT",

@@ -16,18 +16,8 @@ from typing import Any, Self
 import msgspec
 
 from ledger.clock import Clock
-from ledger.errors import ConfigError, Refused
-from ledger.events import Event, StoredEvent, encode_body
-from ledger.identity.secret_text import redact_secrets
-from ledger.paths import RunPaths
-from ledger.run.changed_rows import changed_line
-from ledger.run.create import ManifestLike, PolicyLike, manifest_files, run_created_body
-from ledger.run.index_keeper import IndexKeeper, fold_ends, fold_index
-from ledger.run.lock import RunLock
-from ledger.run.reading import LogReader
-from ledger.run.recorder import Recorder
-from ledger.run.recording import RecordingMixin
-from ledger.run.repair import (
+from ledger.collector_files.changed_rows import changed_line
+from ledger.collector_files.repair import (
     PendingRepair,
     Unrecorded,
     find_unrecorded,
@@ -35,8 +25,22 @@ from ledger.run.repair import (
     refuse_changed_rows,
     repair,
 )
-from ledger.run.rows_seen import forget_rows_seen, rows_as_noted, save_rows_seen
-from ledger.run.waiting import Waiting, group_waiting
+from ledger.collector_files.rows_seen import (
+    forget_rows_seen,
+    rows_as_noted,
+    save_rows_seen,
+)
+from ledger.collector_files.waiting import Waiting, group_waiting
+from ledger.errors import ConfigError, Refused
+from ledger.events import Event, StoredEvent, encode_body
+from ledger.identity.secrets.patterns import redact_secrets
+from ledger.paths import RunPaths
+from ledger.run.create import ManifestLike, PolicyLike, manifest_files, run_created_body
+from ledger.run.index_keeper import IndexKeeper, fold_ends, fold_index
+from ledger.run.lock import RunLock
+from ledger.run.reading import LogReader
+from ledger.run.recorder import Recorder
+from ledger.run.recording import RecordingMixin
 from ledger.run.write_index import WriteIndex
 from ledger.run.writer import Writer
 from ledger.store.materialize import index_existing, materialize

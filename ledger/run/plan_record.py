@@ -4,7 +4,7 @@ A collector that cannot call the Python API runs a plan file (``resume
 --plan-out``) and hands back its outcome rows. It reserved nothing, so each row
 is reserved and recorded here. A row carrying ``_ng_rollout_id`` is first
 taken as the rollout that id names, whatever rollout number its collector
-wrote (``ledger.run.identify``; NeMo Gym 0.7.0 renumbers the rows it reads).
+wrote (``ledger.collector_files.identify``; NeMo Gym 0.7.0 renumbers the rows it reads).
 A row of a released attempt is reserved and
 recorded; a row carrying ``_ng_rejudgment: {task, rollout, attempt}`` of a
 released re-judgment is admitted and saved (the judge digest is the run's
@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ledger.collector_files.identify import identify_row
 from ledger.errors import ConfigError, LedgerError, RowError
 from ledger.events import (
     DriftAccepted,
@@ -46,7 +47,6 @@ from ledger.events import (
 )
 from ledger.files import json_problem, read_regular
 from ledger.rows.stages import stage_of
-from ledger.run.identify import identify_row
 from ledger.run.recorder import Recorder, Staged
 from ledger.run.write_index import Attempt
 from ledger.store.prepared import Prepared, locate

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ledger.errors import StorageError
 from ledger.files import fsync_dir
-from ledger.store.sqlite import SQLiteStore
+from ledger.store.sqlite.store import SQLiteStore
 
 __all__ = ["built_aside", "discard"]
 

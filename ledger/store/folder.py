@@ -20,7 +20,7 @@ from ledger.store.materialize import MaterializedInputs
 from ledger.store.missing import require_run_at
 from ledger.store.port import LockPart, NewEvent, OpenRun
 from ledger.store.run_files import FolderFiles
-from ledger.store.sqlite import SQLiteStore
+from ledger.store.sqlite.store import SQLiteStore
 
 __all__ = ["FolderHome"]
 

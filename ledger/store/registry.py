@@ -22,7 +22,7 @@ from ledger.postgres.url import (
     resolve_run,
 )
 from ledger.store.folder import FolderHome
-from ledger.store.memory import MemoryHome, is_memory_url
+from ledger.store.memory.runs import MemoryHome, is_memory_url
 from ledger.store.port import RunHome
 
 __all__ = ["home_for", "resolve_out"]

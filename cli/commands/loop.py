@@ -1,0 +1,283 @@
+"""``rollout-ledger run``: the whole collection, around a ledger-unaware collector."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from cli.common import (
+    config_options,
+    count,
+    load_config,
+    load_global_config,
+    out_argument,
+    writer,
+)
+from cli.render.text import plural
+
+if TYPE_CHECKING:
+    from projections import Recorded, RoundReport
+
+__all__ = ["run", "sidecar_warning"]
+
+#: NeMo Gym 0.7.0's collector, by the names its wheel installs it under.
+_NEMO_GYM_COLLECTORS = frozenset(
+    {
+        "ng_collect_rollouts",
+        "ng_e2e_collect_rollouts",
+        "nemo_gym_collect_rollouts",
+        "nemo_gym_e2e_collect_rollouts",
+    }
+)
+
+
+def sidecar_warning(argv: list[str]) -> str | None:
+    """A warning when ``argv`` runs NeMo Gym 0.7.0's collector without its sidecar.
+
+    As shipped, 0.7.0 ends the whole collection at the first agent request
+    that fails (a traceback, no failure row) unless
+    ``route_failures_to_sidecar`` is true (issue 25).
+    """
+    names = {Path(arg).name for arg in argv[:3]}
+    if not names & _NEMO_GYM_COLLECTORS and "nemo_gym.cli.legacy" not in argv[:3]:
+        return None
+    if any(
+        arg.lstrip("+").replace(" ", "").lower() == "route_failures_to_sidecar=true"
+        for arg in argv
+    ):
+        return None
+    return (
+        "NeMo Gym's collector is run without +route_failures_to_sidecar=true: as "
+        "shipped it ends the whole collection at the first agent request that fails "
+        "(one HTTP error), with no row for it; add +route_failures_to_sidecar=true "
+        "after the collector's command so that failure is written as a row, "
+        "recorded and retried (unless your configuration files set it already)"
+    )
+
+
+_STOPS = {
+    "complete": "the run is complete",
+    "nothing_retryable": "unfinished work remains, none of it retryable",
+    "interrupted": "stopped by a signal; the rows so far are recorded, run it again "
+    "to go on",
+    "nothing_released": "the plan released nothing to run, though work remains",
+    "max_rounds": "--max-rounds reached; run it again to go on",
+    "stalled": "the collector's rounds recorded nothing, so running it again "
+    "cannot progress",
+}
+
+
+@click.command(context_settings={"ignore_unknown_options": True})
+@out_argument
+@config_options
+@click.option(
+    "--extend-attempts",
+    type=count(0),
+    default=0,
+    help="Total extra attempts per rollout; recorded only when it grows.",
+)
+@click.option("--allow-unsafe", is_flag=True, help="Proceed across a refusal.")
+@click.option(
+    "--max-rounds", type=count(1), metavar="N", help="Stop after N rounds (exit 75)."
+)
+@click.option(
+    "--round-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="Stop a collector running longer (SIGTERM, SIGKILL 10 s later).",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON line per round instead (its keys: docs/json.md).",
+)
+@click.argument(
+    "command",
+    nargs=-1,
+    required=True,
+    type=click.UNPROCESSED,
+    metavar="-- COMMAND [ARGS]...",
+)
+def run(
+    out: Path,
+    config: Path,
+    global_configs: tuple[Path, ...],
+    extend_attempts: int,
+    allow_unsafe: bool,
+    max_rounds: int | None,
+    round_timeout: float | None,
+    as_json: bool,
+    command: tuple[str, ...],
+) -> None:
+    """Resume, run COMMAND on the plan, record its rows as they land; repeat.
+
+    Each round releases a plan (as resume does) into the run's ledger folder,
+    rounds/N/plan.jsonl, then starts COMMAND (no shell) with {plan}, {output}
+    and {failures} in its arguments replaced by the plan and the two files it
+    writes its result and failure rows to (rounds/N/output.jsonl, and
+    rounds/N/output_failures.jsonl, where NeMo Gym writes the failures of an
+    output it is given; also in ROLLOUT_LEDGER_PLAN,
+    ROLLOUT_LEDGER_OUTPUT and ROLLOUT_LEDGER_FAILURES). Every complete line it
+    appends is recorded while it runs, as the plan row whose _ng_rollout_id it
+    carries (whatever rollout number it wrote: NeMo Gym renumbers them); a line
+    that is not JSON or answers nothing the round released is refused with its
+    file and line, kept in the log, and the others are recorded. A round lasts
+    until every process of COMMAND's group has exited. Rounds go on until the
+    run is complete (exit 0), nothing retryable remains (76) or --max-rounds
+    (75). SIGTERM or SIGINT is passed to COMMAND, its rows are recorded, and run
+    exits 75. After a kill, run again: it waits for a collector still draining,
+    records what it wrote first, nothing twice. A collector that records
+    nothing in 2 rounds in a row stops run (exit 3), saying why.
+
+    \b
+    Example:
+      rollout-ledger run results/rollouts.jsonl --config collection.yaml \\
+          --global-config servers.yaml -- python collect.py {plan} {output}
+      rollout-ledger run results/rollouts.jsonl --config collection.yaml \\
+          --global-config servers.yaml -- ng_collect_rollouts \\
+          +input_jsonl_fpath={plan} +output_jsonl_fpath={output}
+    \f
+    Rules: CLI-4, CLI-5, CLI-7, REC-40, REC-56, REC-86.
+    """
+    import sys
+
+    import projections
+    from cli.launch.collector import ProcessLauncher, collector_stdout
+
+    argv = list(command[1:] if command[:1] == ("--",) else command)
+    if not argv:
+        raise click.UsageError("give the collector's command after --")
+    warning = sidecar_warning(argv)
+    if warning is not None:
+        click.echo(f"rollout-ledger: warning: {warning}", err=True)
+    collection = load_config(config)
+    servers = load_global_config(global_configs)
+    launcher = ProcessLauncher(
+        argv, round_timeout=round_timeout, stdout=collector_stdout(as_json)
+    )
+    show = _echo_json if as_json else _echo_text
+    with launcher.signals(), writer(out) as led:
+        last = projections.run_rounds(
+            led,
+            collection,
+            servers,
+            launcher,
+            max_rounds=max_rounds,
+            on_round=show,
+            extend_attempts=extend_attempts,
+            allow_unsafe=allow_unsafe,
+        )
+    if last.exit_code:
+        sys.exit(last.exit_code)
+
+
+def _recorded(recorded: Recorded) -> dict[str, Any]:
+    return {
+        "rows": recorded.rows,
+        "skipped": recorded.skipped,
+        "events": recorded.events,
+        "refused": [
+            {
+                "file": r.file,
+                "line": r.line,
+                "message": r.message,
+                "length": r.length,
+                "sha256": r.sha256,
+            }
+            for r in recorded.refused
+        ],
+    }
+
+
+def round_document(report: RoundReport) -> dict[str, Any]:
+    """One round as its ``--json`` line (docs/json.md)."""
+    import msgspec
+
+    ended = report.collector
+    return {
+        "schema_version": 1,
+        "round": report.round,
+        "adopted": None if report.adopted is None else _recorded(report.adopted),
+        "plan": report.plan,
+        "files": None if report.files is None else msgspec.to_builtins(report.files),
+        "collector": None if ended is None else msgspec.to_builtins(ended),
+        "recorded": _recorded(report.recorded),
+        "check": msgspec.to_builtins(report.check),
+        "stop": report.stop,
+        "why": report.why,
+        "exit_code": report.exit_code,
+    }
+
+
+def _echo_json(report: RoundReport) -> None:
+    import msgspec
+
+    encoded = msgspec.json.encode(round_document(report), order="sorted")
+    click.echo(encoded.decode())
+    _warn_refused(report)
+
+
+def _warn_refused(report: RoundReport) -> None:
+    for recorded in (report.adopted, report.recorded):
+        for refusal in [] if recorded is None else recorded.refused:
+            click.echo(
+                f"rollout-ledger: {refusal.file} line {refusal.line}: "
+                f"{refusal.message}; not recorded",
+                err=True,
+            )
+    ended = report.collector
+    if ended is not None and ended.timed_out:
+        click.echo(
+            f"rollout-ledger: round {report.round}: the collector ran past "
+            "--round-timeout and was stopped",
+            err=True,
+        )
+    elif ended is not None and ended.exit_code and not ended.stopped:
+        click.echo(
+            f"rollout-ledger: round {report.round}: the collector "
+            f"{_ending(ended.exit_code)}; the rows it wrote are recorded",
+            err=True,
+        )
+
+
+def _ending(code: int) -> str:
+    """How the collector ended, in words: a negative code is the signal."""
+    if code < 0:
+        import signal
+
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"was killed by {name}"
+    return f"exited with code {code}"
+
+
+def _echo_text(report: RoundReport) -> None:
+    _warn_refused(report)
+    if report.adopted is not None:
+        click.echo(
+            f"recorded {plural(report.adopted.rows, 'row')} a previous run's "
+            f"collector wrote ({report.adopted.skipped} recorded already)"
+        )
+    if report.plan is not None:
+        plan = report.plan
+        ended = report.collector
+        how = (
+            ""
+            if ended is None or ended.exit_code is None
+            else f", the collector {_ending(ended.exit_code)}"
+        )
+        click.echo(
+            f"round {report.round}: {plan['dispatch']} to dispatch, "
+            f"{plan['rejudge']} to re-judge, {plan['held']} held; recorded "
+            f"{plural(report.recorded.rows, 'row')}{how}"
+        )
+    if report.stop is not None:
+        click.echo(f"{report.check.message}")
+        click.echo(f"stopped: {_STOPS[report.stop]} (exit {report.exit_code})")
+        if report.why is not None:
+            click.echo(f"why: {report.why}")

@@ -1,0 +1,47 @@
+"""The operations that change a run: create, resume, record a plan file,
+import and adopt, approve / policy / budget / extend, the ``run`` loop and its
+rounds, publish, and the snapshots a writer keeps. Uses the read rooms.
+"""
+
+from ledger import lazy_exports
+
+__all__ = [
+    "Approval",
+    "CreatedRun",
+    "ImportResult",
+    "Launcher",
+    "Resume",
+    "RoundReport",
+    "approve_held",
+    "create_run",
+    "expand_dataset",
+    "import_run",
+    "record_outcomes",
+    "replay_kept",
+    "resume_with_plan_file",
+    "run_rounds",
+    "set_policy",
+    "status",
+]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "Approval": "projections.operations.operator",
+        "CreatedRun": "projections.operations.create",
+        "ImportResult": "projections.operations.importing",
+        "Launcher": "projections.operations.run_loop",
+        "Resume": "projections.operations.resume",
+        "RoundReport": "projections.operations.run_loop",
+        "approve_held": "projections.operations.operator",
+        "create_run": "projections.operations.create",
+        "expand_dataset": "projections.operations.dataset",
+        "import_run": "projections.operations.importing",
+        "record_outcomes": "projections.operations.plan_file",
+        "replay_kept": "projections.operations.keep",
+        "resume_with_plan_file": "projections.operations.plan_file",
+        "run_rounds": "projections.operations.run_loop",
+        "set_policy": "projections.operations.settings",
+        "status": "projections.operations.publish",
+    },
+)

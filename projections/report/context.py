@@ -1,0 +1,326 @@
+"""The HTML report of a run (issue 16), as one plain context dict.
+
+``report_context`` is pure: from a folded state, the events it was folded
+from, the run's decisions and (optionally) the ``verify`` findings and the
+reward figures, it builds every value the report's template shows: the
+headline and the command that moves the run on, the coverage with each
+decision in a sentence, the grid of tasks by rollouts (per-task bands when a
+grid would be too large), the audit trails the grid opens, failure kinds with
+their side and counts over time, held rollouts with the approve command, the
+run's changes (drift acceptances, budget resets, policy changes) and the
+verdict with the head hash. Rule ids appear only in the trails' auditor
+fields; every sentence a person reads is in plain words.
+
+One pass over the events, and trails only for the rollouts shown one by one
+(every rollout of a small run; the unfinished ones, up to ``TRAIL_LIMIT``, of
+a large one): 100k rollouts stay a few megabytes (P-4).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ledger import RecoveryPolicy, redact_secrets
+from ledger import events as ev
+from projections.decisions.coverage import Coverage, coverage
+from projections.decisions.decide import DECISION_VALUES, Decision
+from projections.fold.state import RunState
+from projections.report.charts import (
+    COLORS,
+    SIDE_COLORS,
+    SIDES,
+    bands_svg,
+    coverage_svg,
+    failures_svg,
+    per_task_svg,
+)
+from projections.report.trail import Trails
+from projections.words.describe import GLOSSARY, describe_decision, describe_kind
+
+__all__ = ["GRID_LIMIT", "TRAIL_LIMIT", "report_context"]
+
+#: Rollouts up to which the grid shows one cell per rollout.
+GRID_LIMIT = 5000
+#: Unfinished rollouts listed (and their trails kept) in a larger run.
+TRAIL_LIMIT = 2000
+#: Task bands of a larger run's grid.
+BANDS = 200
+
+Decisions = Mapping[tuple[int, int], Decision]
+_UNFINISHED = ("pending", "retry", "rejudge", "held", "terminal", "exhausted")
+
+
+def _command(*words: str) -> str:
+    return " ".join(shlex.quote(w) if w[:1] != "<" else w for w in words)
+
+
+def _next_steps(
+    out: str, counts: Mapping[str, int], state: RunState, first_terminal: Any
+) -> list[dict[str, Any]]:
+    """Each kind of unfinished work, its count and the command that moves it."""
+    steps = []
+    resumable = sum(counts.get(v, 0) for v in ("pending", "retry", "rejudge"))
+    if resumable:
+        steps.append(
+            {
+                "count": resumable,
+                "what": "can run again now (waiting, to retry or to judge again)",
+                "command": _command(
+                    "rollout-ledger", "resume", out, "--config", "<collection.yaml>"
+                ),
+            }
+        )
+    if counts.get("held"):
+        steps.append(
+            {
+                "count": counts["held"],
+                "what": "are held until a person approves a rerun",
+                "command": _command(
+                    "rollout-ledger", "approve", out, "--all-held", "--reason",
+                    "<why>", "--dry-run",
+                ),
+            }
+        )  # fmt: skip
+    if counts.get("exhausted"):
+        steps.append(
+            {
+                "count": counts["exhausted"],
+                "what": "used every attempt allowed",
+                "command": _command(
+                    "rollout-ledger", "extend-attempts", out,
+                    str(state.extension + 1), "--reason", "<why>",
+                ),
+            }
+        )  # fmt: skip
+    if counts.get("terminal"):
+        task, rollout = first_terminal
+        steps.append(
+            {
+                "count": counts["terminal"],
+                "what": "failed in a way a retry cannot fix; read why",
+                "command": _command(
+                    "rollout-ledger", "history", out, "--task", str(task),
+                    "--rollout", str(rollout),
+                ),
+            }
+        )  # fmt: skip
+    return steps
+
+
+def _headline(
+    out: str, cover: Coverage, decisions: Decisions, state: RunState
+) -> dict[str, Any]:
+    counts = cover.decisions
+    done = counts.get("complete", 0)
+    expected = cover.expected
+    first_terminal = next(
+        (key for key, d in decisions.items() if d.value == "terminal"), None
+    )
+    remaining = sum(counts.get(v, 0) for v in _UNFINISHED)
+    return {
+        "complete": done,
+        "expected": expected,
+        "omitted": counts.get("omitted", 0),
+        "percent": f"{100 * done / expected:.1f}" if expected else "0.0",
+        "remaining": remaining,
+        "steps": _next_steps(out, counts, state, first_terminal),
+    }
+
+
+def _coverage_rows(cover: Coverage) -> list[dict[str, Any]]:
+    splits: Mapping[str, Mapping[str, int]] = {
+        "complete": cover.complete,
+        "retry": cover.retry,
+        "held": cover.held,
+        "exhausted": cover.exhausted,
+        "omitted": cover.omitted,
+    }
+    rows = []
+    for value in DECISION_VALUES:
+        parts = [
+            {"reason": reason, "count": n, "sentence": GLOSSARY.get(reason, "")}
+            for reason, n in splits.get(value, {}).items()
+            if n
+        ]
+        rows.append(
+            {
+                "value": value,
+                "count": cover.decisions.get(value, 0),
+                "sentence": GLOSSARY.get(value, ""),
+                "parts": parts,
+            }
+        )
+    return rows
+
+
+def _policy(state: RunState) -> RecoveryPolicy:
+    try:
+        return RecoveryPolicy.model_validate(state.policy)
+    except ValueError:  # a policy this version reads differently: the default
+        return RecoveryPolicy()
+
+
+def _grid(
+    state: RunState, decisions: Decisions, cap: int
+) -> tuple[dict[str, Any], set[tuple[int, int]]]:
+    """The grid (cells, or per-task bands), and the rollouts given a trail."""
+    if len(decisions) <= GRID_LIMIT:
+        rows: list[dict[str, Any]] = []
+        for task, by_rollout in state.rollouts.items():
+            cells = []
+            for index in by_rollout:
+                decision = decisions[task, index]
+                cells.append(
+                    {
+                        "rollout": index,
+                        "value": decision.value,
+                        "words": describe_decision(decision, cap=cap),
+                    }
+                )
+            rows.append({"task": task, "cells": cells})
+        widest = max((len(row["cells"]) for row in rows), default=1)
+        return {"mode": "cells", "rows": rows, "widest": widest}, set(decisions)
+    tasks = list(state.rollouts)
+    size = -(-len(tasks) // BANDS)
+    bands = []
+    for start in range(0, len(tasks), size):
+        chunk = tasks[start : start + size]
+        counts: Counter[str] = Counter(
+            decisions[task, index].value
+            for task in chunk
+            for index in state.rollouts[task]
+        )
+        bands.append({"first": chunk[0], "last": chunk[-1], "counts": counts})
+    unfinished = [
+        key for key, d in decisions.items() if d.value not in ("complete", "omitted")
+    ]
+    listed = unfinished[:TRAIL_LIMIT]
+    grid = {
+        "mode": "bands",
+        "tasks": len(tasks),
+        "first_task": tasks[0],
+        "last_task": tasks[-1],
+        "band_size": size,
+        "svg": bands_svg(bands),
+        "unfinished": len(unfinished),
+        "listed": [
+            {
+                "task": t,
+                "rollout": r,
+                "value": decisions[t, r].value,
+                "words": describe_decision(decisions[t, r], cap=cap),
+            }
+            for t, r in listed
+        ],
+    }
+    return grid, set(listed)
+
+
+def _held(out: str, decisions: Decisions, cap: int) -> list[dict[str, Any]]:
+    held = []
+    for (task, rollout), d in decisions.items():
+        if d.value != "held":
+            continue
+        held.append(
+            {
+                "task": task,
+                "rollout": rollout,
+                "attempt": d.attempt,
+                "reason": GLOSSARY.get(d.reason, d.reason),
+                "words": describe_decision(d, cap=cap),
+                "command": _command(
+                    "rollout-ledger", "approve", out, "--task", str(task),
+                    "--rollout", str(rollout), "--attempt", str(d.attempt),
+                    "--reason", "<why>",
+                ),
+            }
+        )  # fmt: skip
+        if len(held) >= TRAIL_LIMIT:
+            break
+    return held
+
+
+def _verdict(verification: Any | None, state: RunState) -> dict[str, Any]:
+    if verification is None:
+        return {
+            "checked": False,
+            "ok": None,
+            "findings": [],
+            "seq": state.as_of_seq,
+            "head": state.head_hash,
+        }
+    return {
+        "checked": True,
+        "ok": not verification.findings,
+        "findings": [redact_secrets(str(f)) for f in verification.findings],
+        "seq": verification.seq,
+        "head": verification.head.hex(),
+    }
+
+
+def report_context(
+    state: RunState,
+    events: Iterable[ev.StoredEvent],
+    decisions: Decisions,
+    *,
+    out: str,
+    verification: Any | None = None,
+    metrics: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Everything the report shows, as plain values (strings, numbers, lists).
+
+    ``verification`` is a ``Verification`` (``None``: not checked) and
+    ``metrics`` the plain value of the reward figures (``None``: not given).
+    """
+    cover = coverage(state, dict(decisions))
+    cap = state.cap
+    grid, with_trail = _grid(state, decisions, cap)
+    policy = _policy(state)
+    trails = Trails(state, decisions, with_trail, policy=policy)
+    for event in events:
+        trails.add(event)
+    kinds = trails.kinds
+    return {
+        "run_id": redact_secrets(state.run_id),
+        "out": out,
+        "as_of_seq": state.as_of_seq,
+        "headline": _headline(out, cover, decisions, state),
+        "coverage": _coverage_rows(cover),
+        "coverage_svg": coverage_svg(cover.decisions),
+        "metrics": metrics,
+        "per_task_svg": per_task_svg(metrics),
+        "grid": grid,
+        "trails": trails.trails(),
+        "failures": {
+            "kinds": [
+                {
+                    "kind": kind,
+                    "words": describe_kind(kind),
+                    "side": side_,
+                    "count": n,
+                    "unfinished": cover.failure_kinds.get(kind, 0),
+                }
+                for (kind, side_), n in sorted(
+                    kinds.items(), key=lambda item: (-item[1], item[0])
+                )
+            ],
+            "sides": {
+                s: sum(n for (_, s2), n in kinds.items() if s2 == s) for s in SIDES
+            },
+            "svg": failures_svg(trails.times),
+        },
+        "held": _held(out, decisions, cap),
+        "held_total": cover.decisions.get("held", 0),
+        "changes": trails.changes,
+        "refused_more": trails.refused_more,
+        "refused_command": _command(
+            "rollout-ledger", "history", out, "--kind", "row_refused"
+        ),
+        "verify": _verdict(verification, state),
+        "cap": cap,
+        "colors": COLORS,
+        "side_colors": SIDE_COLORS,
+    }

@@ -1,0 +1,42 @@
+"""The views people read: status, history, results, the audit export, verify,
+the published files' bytes, refused lines. Pure: they read, never write.
+"""
+
+from ledger import lazy_exports
+
+__all__ = [
+    "AuditExport",
+    "ChangedRow",
+    "Finding",
+    "History",
+    "HistoryEntry",
+    "ResultRows",
+    "RunStatus",
+    "Verification",
+    "check_run",
+    "read_status",
+    "rendered_files",
+    "result_rows",
+    "selected_results",
+    "verify_run",
+]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "AuditExport": "projections.views.export",
+        "ChangedRow": "projections.views.results",
+        "Finding": "projections.views.verify",
+        "History": "projections.views.history",
+        "HistoryEntry": "projections.views.history",
+        "ResultRows": "projections.views.results",
+        "RunStatus": "projections.views.status",
+        "Verification": "projections.views.verify",
+        "check_run": "projections.views.status",
+        "read_status": "projections.views.status",
+        "rendered_files": "projections.views.published",
+        "result_rows": "projections.views.results",
+        "selected_results": "projections.views.results",
+        "verify_run": "projections.views.verify",
+    },
+)

@@ -1,0 +1,341 @@
+"""``verify``: every check of CLI-9, returned as findings (empty: all hold).
+
+The hash chain (EV-2), every recorded row against its file (bytes present,
+sha256 equal), unrecorded or torn bytes (EV-12, pending repair), two refolds
+from seq 1 compared byte for byte (R-3), the materialized inputs' digest, and
+the published files against fresh projections (events.md). A reader's job:
+nothing is modified. ``verify_run`` adds the head the findings are about.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+
+import msgspec
+
+from ledger import Ledger, LedgerError, plural
+from ledger.events import IndexEntry, Location
+from ledger.store.materialize import index_entry
+from ledger.store.port import RunFiles
+from ledger.store.run_files import ChunkReader
+from projections.fold.left import open_problems
+from projections.fold.replay import replay
+from projections.fold.state import RunState
+from projections.views.published import rendered_files
+from projections.views.status import adopt_note
+from projections.views.stored_checks import (
+    ends_problems,
+    index_problems,
+    state_problems,
+)
+
+__all__ = ["Finding", "Verification", "verify", "verify_run"]
+
+_CHUNK = 1 << 20
+
+
+class Finding(msgspec.Struct, frozen=True):
+    """One check that does not hold, and where (seq, or file and line)."""
+
+    check: str
+    message: str
+    seq: int | None = None
+    file: str | None = None
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f"seq {self.seq}: " if self.seq is not None else ""
+        if self.file is not None:
+            where = f"{self.file}" + (f" line {self.line}" if self.line else "") + ": "
+        return f"{self.check}: {where}{self.message}"
+
+
+class Verification(msgspec.Struct, frozen=True, kw_only=True):
+    """The findings of ``verify`` (empty: all hold) and the head they are about."""
+
+    findings: tuple[Finding, ...]
+    seq: int
+    head: bytes
+    #: Rows another collector appended, waiting to be adopted (REC-86): not
+    #: findings; what waits and the command that adopts it, or ``None``.
+    waiting: str | None = None
+
+
+def _chain(ledger: Ledger) -> list[Finding]:
+    broken = ledger.verify_chain()
+    if broken is None:
+        return []
+    return [Finding("chain", broken.reason, seq=broken.seq)]
+
+
+def _locations(ledger: Ledger) -> dict[str, list[tuple[int, int, str, int]]]:
+    by_file: dict[str, list[tuple[int, int, str, int]]] = defaultdict(list)
+    for event in ledger.events():
+        where = getattr(event.body, "location", None)
+        if isinstance(where, Location):
+            by_file[where.file].append(
+                (where.offset, where.length, where.row_sha256, event.seq)
+            )
+    return by_file
+
+
+def _check_file(
+    files: RunFiles, file: str, rows: list[tuple[int, int, str, int]]
+) -> Iterator[Finding]:
+    chunks = files.chunks(file)
+    try:
+        first = next(chunks, b"")
+    except FileNotFoundError:
+        yield Finding(
+            "rows",
+            f"missing, but {plural(len(rows), 'recorded row')} "
+            f"{'is' if len(rows) == 1 else 'are'} in it",
+            file=file,
+        )
+        return
+    handle = ChunkReader(itertools.chain([first], chunks))
+    line, position = 1, 0
+    for offset, length, digest, seq in sorted(rows):
+        while position < offset:  # count the lines before this row
+            chunk = handle.read(min(_CHUNK, offset - position))
+            if not chunk:
+                break
+            line += chunk.count(b"\n")
+            position += len(chunk)
+        data = handle.read(length)
+        position += len(data)
+        if len(data) < length:
+            yield Finding(
+                "rows",
+                f"the row of seq {seq} is missing (file truncated)",
+                seq=seq,
+                file=file,
+                line=line,
+            )
+            return
+        if hashlib.sha256(data).hexdigest() != digest:
+            yield Finding(
+                "rows",
+                f"the row of seq {seq} changed since it was recorded",
+                seq=seq,
+                file=file,
+                line=line,
+            )
+        line += data.count(b"\n")
+
+
+def _rows(ledger: Ledger) -> list[Finding]:
+    findings: list[Finding] = []
+    for file, rows in sorted(_locations(ledger).items()):
+        findings.extend(_check_file(ledger.files, file, rows))
+    return findings
+
+
+def _pending(ledger: Ledger) -> list[Finding]:
+    try:
+        pending = ledger.pending_repairs()
+    except LedgerError as exc:  # what a writer's open would refuse, as it names it
+        return [Finding("repair", str(exc))]
+    return [
+        Finding(
+            "repair", f"{p.what}: pending repair ({p.fix})", file=p.file, line=p.line
+        )
+        for p in pending
+        if not p.waiting  # REC-86: waiting to be adopted, not damage
+    ]
+
+
+def _refold(ledger: Ledger) -> tuple[RunState | None, list[Finding]]:
+    try:
+        first = replay(ledger, use_snapshot=False)  # CLI-9: from seq 1
+        second = replay(ledger, use_snapshot=False)
+    except LedgerError as exc:
+        return None, [Finding("replay", str(exc), seq=getattr(exc, "seq", None))]
+    # Insertion order is the log's order, so equal folds give equal bytes.
+    encode = msgspec.msgpack.Encoder().encode
+    try:
+        differ = encode(first) != encode(second)
+    except OverflowError:  # a number over 64 bits, from an old log
+        differ = first != second
+    if differ:
+        return first, [Finding("replay", "two refolds from seq 1 differ")]
+    return first, []
+
+
+def _materialized(ledger: Ledger, state: RunState) -> list[Finding]:
+    name = ledger.files.names.materialized
+    expected = state.manifest.get("materialized_digest")
+    digest = hashlib.sha256()
+    try:
+        for chunk in ledger.files.chunks(name):
+            digest.update(chunk)
+    except OSError as exc:
+        return [Finding("inputs", f"cannot read it ({exc.strerror})", file=name)]
+    path = None if ledger.folder is None else ledger.folder / name
+    left = [  # P-8: the snapshot of what is left, and what it trusts of the file
+        Finding("snapshot", text, seq=seq)
+        for text, seq in open_problems(ledger, path, digest.hexdigest())
+    ]
+    if digest.hexdigest() != expected:
+        lines = _safely("inputs", lambda led: _changed_inputs(led, name), ledger)
+        told = "" if lines else _UNTOLD
+        return [
+            Finding(
+                "inputs",
+                f"its sha256 is not the manifest's materialized_digest{told}",
+                file=name,
+            ),
+            *lines,
+            *left,
+        ]
+    return left
+
+
+#: Said when no line differs from what run_created records of each input row.
+_UNTOLD = (
+    "; no row differs from what run_created records of each (its length, task "
+    "and rollout indices, agent and rollout id), so the changed bytes lie inside "
+    "a value and their line cannot be told: compare the file with a backup"
+)
+_MAX_INPUT_LINES = 100
+
+
+def _changed_inputs(ledger: Ledger, name: str) -> list[Finding]:
+    """R-7: each line of the materialized inputs that is not the row recorded.
+
+    ``run_created`` records of each row its length, keys, agent and rollout id
+    (its index), not its bytes; a line whose length, JSON or index entry
+    differs is named, lines counted from 1 at each ``"\n"``.
+    """
+    index = ledger.run_created().index
+    if not index:
+        return []
+    findings: list[Finding] = []
+    number = 0
+    for number, data in enumerate(_lines(ledger.files.chunks(name)), start=1):
+        entry = index[number - 1] if number <= len(index) else None
+        problem = _input_problem(data, entry, number)
+        if problem is not None:
+            findings.append(Finding("inputs", problem, file=name, line=number))
+            if len(findings) == _MAX_INPUT_LINES:
+                findings.append(Finding("inputs", "more lines differ", file=name))
+                return findings
+    if number < len(index):
+        findings.append(
+            Finding(
+                "inputs",
+                f"the file ends at line {number} but {plural(len(index), 'row')} "
+                f"{'was' if len(index) == 1 else 'were'} recorded",
+                file=name,
+                line=number + 1,
+            )
+        )
+    return findings
+
+
+def _lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """The file's lines, each with its ``"\n"`` (the last may lack it)."""
+    rest = b""
+    for chunk in chunks:
+        rest += chunk
+        *whole, rest = rest.split(b"\n")
+        for line in whole:
+            yield line + b"\n"
+    if rest:
+        yield rest
+
+
+def _input_problem(data: bytes, entry: IndexEntry | None, line: int) -> str | None:
+    if entry is None:
+        return "a row after the last one recorded when the run was created"
+    if len(data) != entry[3]:
+        return f"{len(data)} bytes where the recorded row had {entry[3]}"
+    try:
+        found = index_entry(
+            msgspec.json.decode(data), line=line, offset=entry[2], length=len(data)
+        )
+    except (msgspec.DecodeError, RecursionError, LedgerError):
+        return "no longer the JSON object recorded when the run was created"
+    if found != entry:
+        return (
+            "its indices, agent or rollout id differ from those recorded when the "
+            "run was created"
+        )
+    return None
+
+
+def _published(ledger: Ledger, state: RunState) -> list[Finding]:
+    findings: list[Finding] = []
+    for name, expected in rendered_files(state).items():
+        if name == "coverage.json":
+            findings.extend(_coverage_file(ledger, name))
+            continue
+        actual = ledger.files.read_published(name)
+        if actual != expected and (expected or actual):
+            what = "missing" if actual is None else "does not match the log"
+            fix = "rewrite it with `rollout-ledger status --publish`"
+            findings.append(Finding("published", f"{what}; {fix}", file=name))
+    return findings
+
+
+def _coverage_file(ledger: Ledger, name: str) -> list[Finding]:
+    # events.md: coverage.json must match the projection at its own as_of_seq.
+    fix = "rewrite it with `rollout-ledger status --publish`"
+    data = ledger.files.read_published(name)
+    try:
+        saved = msgspec.json.decode(data or b"")
+        as_of = int(saved["as_of_seq"])
+    except (msgspec.DecodeError, RecursionError, KeyError, TypeError, ValueError):
+        return [Finding("published", f"missing or unreadable; {fix}", file=name)]
+    events = [e for e in ledger.events() if e.seq <= as_of]
+    at_seq = rendered_files(replay(events))["coverage.json"]
+    if at_seq != data:
+        return [
+            Finding(
+                "published",
+                f"does not match the log at seq {as_of}; {fix}",
+                file=name,
+            )
+        ]
+    return []
+
+
+def _found(problems: list[tuple[str, int]]) -> list[Finding]:
+    return [Finding("snapshot", message, seq=seq) for message, seq in problems]
+
+
+def _safely(
+    check: str, run: Callable[[Ledger], list[Finding]], ledger: Ledger
+) -> list[Finding]:
+    # One damaged event must not hide the other checks' findings (CLI-9).
+    try:
+        return run(ledger)
+    except LedgerError as exc:
+        return [Finding(check, str(exc), seq=getattr(exc, "seq", None))]
+
+
+def verify(ledger: Ledger) -> list[Finding]:
+    """Every check of CLI-9; an empty list means everything holds."""
+    findings = _chain(ledger) + _safely("rows", _rows, ledger) + _pending(ledger)
+    state, refold = _refold(ledger)
+    findings += refold
+    if state is not None:
+        findings += _materialized(ledger, state) + _published(ledger, state)
+        findings += _found(state_problems(ledger, state))
+        findings += _safely("snapshot", lambda led: _found(index_problems(led)), ledger)
+        findings += _safely("snapshot", lambda led: _found(ends_problems(led)), ledger)
+    return findings
+
+
+def verify_run(ledger: Ledger) -> Verification:
+    """``verify``, and the run's last seq and head hash."""
+    findings = verify(ledger)
+    seq, head = ledger.head()
+    try:
+        waiting = adopt_note(ledger)
+    except LedgerError:  # a changed row: a finding of its own already
+        waiting = None
+    return Verification(findings=tuple(findings), seq=seq, head=head, waiting=waiting)
