@@ -2,11 +2,4 @@
 defined here. Each is one call into the library and a rendering.
 """
 
-from ledger import lazy_exports
-
-__all__ = []
-
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    {},
-)
+__all__: list[str] = []

@@ -2,15 +2,6 @@
 Python API example's collector and simulation.
 """
 
-from ledger import lazy_exports
+from cli.demo.command import demo
 
-__all__ = [
-    "demo",
-]
-
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
-        "demo": "cli.demo.command",
-    },
-)
+__all__ = ["demo"]

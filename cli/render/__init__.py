@@ -1,20 +1,8 @@
 """What the commands print and write: text, the report's HTML, the reward
-figures' output, and a spinner.
+figures' output, and a spinner. Only the text is exported here: the HTML
+loads Jinja2, which ``--help`` must not (P-6).
 """
 
-from ledger import lazy_exports
+from cli.render.text import coverage_lines, plural
 
-__all__ = [
-    "coverage_lines",
-    "plural",
-    "render_report",
-]
-
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
-        "coverage_lines": "cli.render.text",
-        "plural": "cli.render.text",
-        "render_report": "cli.render.html",
-    },
-)
+__all__ = ["coverage_lines", "plural"]
