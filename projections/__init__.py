@@ -4,33 +4,9 @@ Six pure rooms read the log: ``fold`` (events into a ``RunState``, and its
 snapshots), ``decisions`` (REC-20, the gate, coverage, the plan), ``views``
 (status, history, results, verify), ``figures`` (the reward figures),
 ``words`` and ``report``. One room, ``operations``, holds what changes a run.
-
-``replay`` folds events into a ``RunState``; ``decide`` applies REC-20 to one
-rollout; ``coverage`` and ``check_complete`` summarize; ``gate`` and ``resume``
-check and plan; ``replan`` releases what the decisions allow; ``publish``,
-``verify``, ``history`` (with its ``History`` and ``HistoryEntry`` values) and
-``selected_results`` serve the command line, as do ``reward_metrics`` (a
-``RewardMetrics``: the reward figures, in words by ``metrics_lines``;
-``AggregateMetrics``: NeMo Gym's file of them),
-``config_diff`` and the operator actions (``approve``, ``reset_budget``,
-``extend_attempts``, ``set_policy``). ``GLOSSARY``, ``describe_decision``,
-``describe_rollout``, ``describe_kind``, ``describe_rule`` and
-``REASON_LABELS`` (a coverage reason in a few words; ``projections.words.describe``)
-say them in plain words; ``report_context`` gathers
-what the HTML report shows. Everything not in ``__all__`` is private and may
-move.
-
-Each command calls one of these and renders what it returns: ``create_run``
-(a ``CreatedRun``), ``resume_with_plan_file`` (a ``Resume``, its plan written
-as a plan file), ``record_outcomes`` (``RecordedOutcomes``), ``status`` (a
-``RunStatus``), ``check_run`` (the ``Coverage`` of a complete run),
-``history``, ``verify_run`` (a ``Verification``), ``approve_held`` (an
-``Approval``), ``reset_budget``, ``extend_attempts``, ``set_policy``,
-``config_diff``, ``result_rows`` (``ResultRows``; ``measured_rows`` adds
-the reward figures' file, ``MeasuredRows``), ``audit_export`` (an
-``AuditExport``), ``import_run`` (an ``ImportResult``) and
-``import_into_store`` (a ``StoreImport``); ``run_rounds`` (a ``RoundReport``
-per round: the ``run`` command's loop around a ``Launcher``'s collector).
+``__all__`` is the public API (api.md and ``docs/api.md``): each command
+calls one of these names and renders what it returns; each room's docstring
+says what it holds. Everything not in ``__all__`` is private and may move.
 """
 
 from importlib import import_module
