@@ -1,7 +1,7 @@
 """P-4 (ours): planning the resume of the 100k-rollout run.
 
 Timed: opening the run as ``rollout-ledger resume --dry-run`` does (a reader:
-the EV-12 checks of the head) and ``projections.operations.replan(..., dry_run=True)``:
+the EV-12 checks of the head) and ``projections.operations.release(..., dry_run=True)``:
 replay, the current manifest of the configuration the run was created with
 (``bench.manifest``, so the gate passes: the materialized inputs are hashed
 and their agents read), the gate, every decision, and the plan with the rows

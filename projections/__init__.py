@@ -13,16 +13,16 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from projections.decisions.config_diff import ConfigDiff, KeyDiff, config_diff
-    from projections.decisions.coverage import (
+    from projections.decisions.completion import (
         Coverage,
         check_complete,
         coverage,
         excluded_sidecar_lines,
     )
-    from projections.decisions.decide import Decision, decide, decide_all
-    from projections.decisions.gate import GateVerdict, gate
+    from projections.decisions.config_changes import ConfigDiff, KeyDiff, config_diff
+    from projections.decisions.drift_gate import GateVerdict, gate
     from projections.decisions.plan import HeldItem, Plan, RejudgeItem
+    from projections.decisions.rules import Decision, decide, decide_all
     from projections.figures.in_words import metrics_lines
     from projections.figures.metrics import (
         PassAtK,
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
         MeasuredRows,
         measured_rows,
     )
-    from projections.fold.replay import replay
+    from projections.fold.reading import replay
     from projections.fold.state import RunState
     from projections.operations.create import CreatedRun, create_run
     from projections.operations.dataset import (
@@ -62,9 +62,9 @@ if TYPE_CHECKING:
         record_outcomes,
         resume_with_plan_file,
     )
-    from projections.operations.publish import publish, status
-    from projections.operations.replan import replan
-    from projections.operations.resume import Resume, resume
+    from projections.operations.publishing import publish, status
+    from projections.operations.release import replan
+    from projections.operations.resuming import Resume, resume
     from projections.operations.round_files import Recorded, Refusal, RoundFiles
     from projections.operations.run_loop import (
         Collector,
@@ -80,8 +80,9 @@ if TYPE_CHECKING:
         set_policy,
     )
     from projections.report.context import report_context
+    from projections.views.audit_trail import History, HistoryEntry, history
+    from projections.views.checks import Finding, Verification, verify, verify_run
     from projections.views.export import AuditExport, audit_export
-    from projections.views.history import History, HistoryEntry, history
     from projections.views.results import (
         ChangedRow,
         ResultRows,
@@ -90,7 +91,6 @@ if TYPE_CHECKING:
         selected_results,
     )
     from projections.views.status import RunStatus, adopt_note, check_run
-    from projections.views.verify import Finding, Verification, verify, verify_run
     from projections.words.describe import (
         GLOSSARY,
         GLOSSARY_SECTIONS,
@@ -203,20 +203,20 @@ _LAZY = {
     "ChangedRow": "projections.views.results",
     "Collector": "projections.operations.run_loop",
     "CollectorExit": "projections.operations.run_loop",
-    "ConfigDiff": "projections.decisions.config_diff",
-    "Coverage": "projections.decisions.coverage",
+    "ConfigDiff": "projections.decisions.config_changes",
+    "Coverage": "projections.decisions.completion",
     "CreatedRun": "projections.operations.create",
-    "Decision": "projections.decisions.decide",
+    "Decision": "projections.decisions.rules",
     "Expanded": "projections.operations.dataset",
-    "Finding": "projections.views.verify",
+    "Finding": "projections.views.checks",
     "GLOSSARY": "projections.words.describe",
     "GLOSSARY_SECTIONS": "projections.words.describe",
-    "GateVerdict": "projections.decisions.gate",
+    "GateVerdict": "projections.decisions.drift_gate",
     "HeldItem": "projections.decisions.plan",
-    "History": "projections.views.history",
-    "HistoryEntry": "projections.views.history",
+    "History": "projections.views.audit_trail",
+    "HistoryEntry": "projections.views.audit_trail",
     "ImportResult": "projections.operations.importing",
-    "KeyDiff": "projections.decisions.config_diff",
+    "KeyDiff": "projections.decisions.config_changes",
     "Launcher": "projections.operations.run_loop",
     "MeasuredRows": "projections.figures.nemo_gym",
     "OperatorResult": "projections.operations.operator",
@@ -229,7 +229,7 @@ _LAZY = {
     "Refusal": "projections.operations.round_files",
     "RejudgeItem": "projections.decisions.plan",
     "ResultRows": "projections.views.results",
-    "Resume": "projections.operations.resume",
+    "Resume": "projections.operations.resuming",
     "RewardMetrics": "projections.figures.metrics",
     "RoundFiles": "projections.operations.round_files",
     "RoundReport": "projections.operations.run_loop",
@@ -238,52 +238,52 @@ _LAZY = {
     "RunStatus": "projections.views.status",
     "StoreImport": "projections.operations.importing",
     "TaskMean": "projections.figures.metrics",
-    "Verification": "projections.views.verify",
+    "Verification": "projections.views.checks",
     "adopt_note": "projections.views.status",
     "approve": "projections.operations.operator",
     "approve_held": "projections.operations.operator",
     "audit_export": "projections.views.export",
     "changed_rows": "projections.views.results",
-    "check_complete": "projections.decisions.coverage",
+    "check_complete": "projections.decisions.completion",
     "check_run": "projections.views.status",
-    "config_diff": "projections.decisions.config_diff",
-    "coverage": "projections.decisions.coverage",
+    "config_diff": "projections.decisions.config_changes",
+    "coverage": "projections.decisions.completion",
     "create_run": "projections.operations.create",
-    "decide": "projections.decisions.decide",
-    "decide_all": "projections.decisions.decide",
+    "decide": "projections.decisions.rules",
+    "decide_all": "projections.decisions.rules",
     "describe_decision": "projections.words.describe",
     "describe_kind": "projections.words.describe",
     "describe_reason": "projections.words.describe",
     "describe_rollout": "projections.words.describe",
     "describe_rule": "projections.words.describe",
-    "excluded_sidecar_lines": "projections.decisions.coverage",
+    "excluded_sidecar_lines": "projections.decisions.completion",
     "expand_dataset": "projections.operations.dataset",
     "MAX_EXPANDED_BYTES": "projections.operations.dataset",
     "MAX_EXPANDED_ROLLOUTS": "projections.operations.dataset",
     "extend_attempts": "projections.operations.settings",
-    "gate": "projections.decisions.gate",
+    "gate": "projections.decisions.drift_gate",
     "held_attempts": "projections.operations.operator",
-    "history": "projections.views.history",
+    "history": "projections.views.audit_trail",
     "import_into_store": "projections.operations.importing",
     "import_run": "projections.operations.importing",
     "measured_rows": "projections.figures.nemo_gym",
     "metrics_lines": "projections.figures.in_words",
-    "publish": "projections.operations.publish",
+    "publish": "projections.operations.publishing",
     "record_outcomes": "projections.operations.plan_file",
-    "replan": "projections.operations.replan",
-    "replay": "projections.fold.replay",
+    "replan": "projections.operations.release",
+    "replay": "projections.fold.reading",
     "report_context": "projections.report.context",
     "reset_budget": "projections.operations.settings",
     "result_rows": "projections.views.results",
-    "resume": "projections.operations.resume",
+    "resume": "projections.operations.resuming",
     "resume_with_plan_file": "projections.operations.plan_file",
     "reward_metrics": "projections.figures.metrics",
     "run_rounds": "projections.operations.run_loop",
     "selected_results": "projections.views.results",
     "set_policy": "projections.operations.settings",
-    "status": "projections.operations.publish",
-    "verify": "projections.views.verify",
-    "verify_run": "projections.views.verify",
+    "status": "projections.operations.publishing",
+    "verify": "projections.views.checks",
+    "verify_run": "projections.views.checks",
 }
 
 

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     import ledger.legacy.log as legacy_log
     import ledger.rows.rules as rules
     import ledger.store.built_aside as built_aside
-    import projections.operations.replan as replan_module
+    import projections.operations.release as replan_module
     import projections.views.results as results_module
     from cli.commands.importing import _progress_bar, import_
     from cli.common import load_global_config
@@ -138,7 +138,7 @@ if TYPE_CHECKING:
     from ledger.store.port import EventRow, NewEvent, NewRow
     from ledger.store.sqlite.store import SCHEMA_VERSION, SQLiteStore
     from projections.decisions.classify import BRANCHES, classify
-    from projections.decisions.decide import TaskDecisions
+    from projections.decisions.rules import TaskDecisions
     from projections.figures.metrics import pass_at_k, t_quantile_975
     from projections.figures.sums import (
         ValueSums,
@@ -160,12 +160,12 @@ if TYPE_CHECKING:
     )
     from projections.fold.fast_path import FAST_DECODER
     from projections.fold.left import load_open
-    from projections.fold.replay import apply
-    from projections.fold.settle import settle
+    from projections.fold.reading import apply
+    from projections.fold.settled import settle
     from projections.fold.snapshot import CODE_VERSION, load_snapshot
     from projections.fold.state import Judgment, RolloutState
     from projections.operations.keep import save_open, save_snapshot
-    from projections.operations.replan import read_materialized
+    from projections.operations.release import read_materialized
     from projections.views.published import rendered_files
 
 

@@ -188,7 +188,7 @@ def test_outcomes_recorded_since_the_replay_are_folded_and_decided(
     # On PostgreSQL a worker may record between the replay and the commit
     # (SC-4): the state and the published coverage are then the log's.
     # The module, not the function the package exports under its name.
-    resume_module = sys.modules["projections.operations.resume"]
+    resume_module = sys.modules["projections.operations.resuming"]
     released = run.resume().plan.dispatch
     build_plan = resume_module.build_plan
 

@@ -185,6 +185,9 @@ def test_each_room_has_a_short_docstring_and_a_sorted_export_list(room: str) -> 
     assert exported == sorted(exported, key=lambda n: (not n.isupper(), n)) or (
         exported == sorted(exported)
     )
+    modules = {p.stem for p in Path(str(module.__file__)).parent.glob("*.py")}
+    if room not in ("ledger", "projections", "cli"):  # ledger.events is a module
+        assert set(exported) & modules == set()  # an attribute: a name or a module
     for name in exported:
         assert getattr(module, name) is not None, (room, name)
 

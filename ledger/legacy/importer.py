@@ -66,7 +66,7 @@ class ImportReport(msgspec.Struct, frozen=True, kw_only=True):
     ``events`` are the events as stored (or as they would be), in ``seq``
     order: an import reads them back from the log it wrote when they are
     iterated or indexed (P-9), a dry run from the nameless temporary file it
-    chained them in (a log ``projections.fold.replay`` folds); ``kinds`` counts
+    chained them in (a log ``projections.fold.reading`` folds); ``kinds`` counts
     them per kind, in the order each kind first comes; ``rows_read`` counts the
     lines of the sidecar and ``OUT``, each of which was imported or rejected
     (blank lines are rejections that never fail an import); ``inputs_copied``

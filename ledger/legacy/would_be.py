@@ -5,7 +5,7 @@ would result, and writes nothing (REC-74). For a million rollouts those are a
 million events: they are chained as the store would chain them (EV-2), each
 timestamp taken once, and kept encoded in a temporary file with no name
 (about a kilobyte each) instead of in memory (P-9); only their offsets stay
-in memory. The log reads like a ledger's (``projections.fold.replay`` folds it on
+in memory. The log reads like a ledger's (``projections.fold.reading`` folds it on
 its fast path) and like the sequence of its events (the report's
 ``events``). The file goes when the log is dropped.
 """
@@ -106,7 +106,7 @@ class WouldBeLog(Sequence[StoredEvent]):
 
     __hash__ = None  # type: ignore[assignment]  # equal to a list of its events
 
-    # The log (what ``projections.fold.replay`` reads of a ledger).
+    # The log (what ``projections.fold.reading`` reads of a ledger).
 
     def raw_events(
         self, from_seq: int = 1, *, kinds: Sequence[str] = ()

@@ -84,7 +84,7 @@ class LogReader:
     def rows_for_fold(self, from_seq: int = 1) -> Iterator[tuple[int, str, bytes]]:
         """``(seq, kind, body)`` of the stored events from ``from_seq``, undecoded.
 
-        Replay's read (P-3); ``projections.fold.replay`` decodes them. The rows are
+        Replay's read (P-3); ``projections.fold.reading`` decodes them. The rows are
         the chain from ``from_seq`` (R-5: a command checks what it reads).
         """
         if not self._check_reads:

@@ -22,7 +22,7 @@ __all__ = [
     "is_terminal_failure",
 ]
 
-# What a branch decides (see projections/decisions/decide.py):
+# What a branch decides (see projections/decisions/rules.py):
 #   "complete", "held", "terminal", "free" (a free retry), "retry" (counted,
 #   retry), "rejudge" (counted, re-judge), "infra" (4d/5c: counted, retry; at
 #   the cap infra_cut or exhausted).

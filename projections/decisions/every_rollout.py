@@ -18,8 +18,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ledger import Ledger, open_run
-from projections.decisions.decide import Decision, decide_all
-from projections.fold.replay import replay
+from projections.decisions.rules import Decision, decide_all
+from projections.fold.reading import replay
 from projections.fold.state import RunState
 
 __all__ = ["RunDecisions"]

@@ -1,7 +1,7 @@
 """Which attempts a plan releases, in which order, and what it holds (REC-3, REC-56).
 
 Pure: the plan's keys come from the state and its decisions; reading the rows
-to dispatch and appending the release happen in ``projections.operations.replan``.
+to dispatch and appending the release happen in ``projections.operations.release``.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from projections.decisions.decide import Decision
+from projections.decisions.rules import Decision
 from projections.fold.state import RolloutState, RunState
 
 __all__ = ["HeldItem", "Plan", "PlanKeys", "RejudgeItem", "in_flight", "plan_keys"]

@@ -32,7 +32,7 @@ from typing import Any
 import msgspec
 
 from ledger import Ledger
-from projections.decisions.decide import Decision, decide_all
+from projections.decisions.rules import Decision, decide_all
 from projections.figures.sums import (
     Figures,
     ValueSums,

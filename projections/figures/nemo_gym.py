@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger import Ledger
-from projections.decisions.coverage import coverage
-from projections.decisions.decide import Decision
+from projections.decisions.completion import coverage
+from projections.decisions.rules import Decision
 from projections.figures.metrics import metrics_of, unfinished_kind
 from projections.fold.state import RunState
 from projections.views.results import result_rows

@@ -11,17 +11,21 @@ __all__ = [
     "copy_state",
     "load_open",
     "load_snapshot",
+    "replay",
     "replay_counted",
+    "settle",
 ]
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "Replayed": "projections.fold.replay",
+        "Replayed": "projections.fold.reading",
         "RunState": "projections.fold.state",
         "copy_state": "projections.fold.snapshot",
         "load_open": "projections.fold.left",
         "load_snapshot": "projections.fold.snapshot",
-        "replay_counted": "projections.fold.replay",
+        "replay": "projections.fold.reading",
+        "replay_counted": "projections.fold.reading",
+        "settle": "projections.fold.settled",
     },
 )

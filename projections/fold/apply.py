@@ -4,7 +4,7 @@
 ``FoldStep`` holds one fold's policy, caches and state and folds one event at a
 time through ``HANDLERS``, the table of what each kind does (a kind the state
 does not reflect is in ``IGNORED_KINDS``). ``projections.fold.fast_path`` folds a
-ledger's undecoded rows with the same handlers (P-3), and ``projections.fold.replay``
+ledger's undecoded rows with the same handlers (P-3), and ``projections.fold.reading``
 decides what to read: a snapshot, or the log from seq 1.
 """
 

@@ -28,12 +28,12 @@ import msgspec
 from ledger import Ledger
 from ledger import events as ev
 from ledger.collector_files.inputs_seen import InputsSeen, same_file
-from projections.decisions.coverage import Coverage, coverage
-from projections.decisions.decide import Decision, decide_all
+from projections.decisions.completion import Coverage, coverage
+from projections.decisions.rules import Decision, decide_all
 from projections.figures.metrics import RewardMetrics, metrics_of
 from projections.fold.bulk import gc_paused
-from projections.fold.replay import fold_after, replay
-from projections.fold.settle import settle
+from projections.fold.reading import fold_after, replay
+from projections.fold.settled import settle
 from projections.fold.snapshot import CODE_VERSION
 from projections.fold.state import RunState
 
@@ -50,11 +50,11 @@ __all__ = [
 
 
 def _versioned() -> tuple[str, ...]:
-    import projections.decisions.coverage as coverage_module
-    import projections.decisions.decide as decide_module
+    import projections.decisions.completion as coverage_module
+    import projections.decisions.rules as decide_module
     import projections.figures.metrics as metrics_module
     import projections.figures.sums as sums_module
-    import projections.fold.settle as settle_module
+    import projections.fold.settled as settle_module
 
     modules = (
         decide_module,

@@ -26,7 +26,7 @@ from ledger import (
     read_plan_rows,
 )
 from projections.operations.keep import replay_kept
-from projections.operations.publish import publish
+from projections.operations.publishing import publish
 
 __all__ = ["CreatedRun", "create_run", "with_agent"]
 

@@ -27,13 +27,13 @@ from ledger import (
     import_legacy_run,
 )
 from ledger.events import StoredEvent
-from projections.decisions.coverage import Coverage, coverage
-from projections.decisions.decide import TaskDecisions, decide_all
-from projections.fold.replay import StoredLog, replay
-from projections.fold.settle import settle
+from projections.decisions.completion import Coverage, coverage
+from projections.decisions.rules import TaskDecisions, decide_all
+from projections.fold.reading import StoredLog, replay
+from projections.fold.settled import settle
 from projections.fold.state import RunState
 from projections.operations.keep import save_left
-from projections.operations.publish import publish
+from projections.operations.publishing import publish
 
 __all__ = ["ImportResult", "StoreImport", "import_into_store", "import_run"]
 

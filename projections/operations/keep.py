@@ -12,11 +12,11 @@ from collections.abc import Mapping
 from ledger import Ledger
 from ledger.collector_files.inputs_seen import InputsSeen
 from ledger.policy.model import RecoveryPolicy
-from projections.decisions.coverage import Coverage
-from projections.decisions.decide import Decision
+from projections.decisions.completion import Coverage
+from projections.decisions.rules import Decision
 from projections.fold.left import OPEN_VERSION, left_bytes
-from projections.fold.replay import KEEP_AFTER, replay_counted
-from projections.fold.settle import settle
+from projections.fold.reading import KEEP_AFTER, replay_counted
+from projections.fold.settled import settle
 from projections.fold.snapshot import CODE_VERSION, snapshot_bytes
 from projections.fold.state import RunState
 

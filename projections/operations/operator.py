@@ -30,14 +30,14 @@ from ledger.events import (
     RerunApproved,
 )
 from ledger.policy.log import policy_from_events, policy_from_json
-from projections.decisions.coverage import HELD_REASONS
-from projections.decisions.decide import Decision, decide_all
+from projections.decisions.completion import HELD_REASONS
+from projections.decisions.rules import Decision, decide_all
 from projections.fold.apply import fold_into, pending_events
-from projections.fold.replay import replay
+from projections.fold.reading import replay
 from projections.fold.snapshot import copy_state
 from projections.fold.state import RunState
 from projections.operations.keep import replay_kept
-from projections.operations.publish import publish
+from projections.operations.publishing import publish
 
 __all__ = [
     "Approval",

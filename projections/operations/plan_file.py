@@ -37,8 +37,8 @@ from ledger import (
 from ledger.events import RowRefused
 from projections.decisions.plan import Plan
 from projections.operations.keep import replay_kept
-from projections.operations.publish import publish
-from projections.operations.resume import Resume, resume
+from projections.operations.publishing import publish
+from projections.operations.resuming import Resume, resume
 
 __all__ = [
     "RecordedOutcomes",

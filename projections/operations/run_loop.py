@@ -34,8 +34,8 @@ import msgspec
 from ledger import ConfigError, Ledger, RecoveryIncomplete, plural
 from projections.operations.keep import replay_kept
 from projections.operations.plan_file import write_plan_file
-from projections.operations.publish import publish
-from projections.operations.resume import resume
+from projections.operations.publishing import publish
+from projections.operations.resuming import resume
 from projections.operations.round_files import (
     Recorded,
     RoundFiles,

@@ -25,7 +25,7 @@ from projections.operations.operator import (
     append_operator_events,
     failure_classes,
 )
-from projections.views.verify import verify
+from projections.views.checks import verify
 
 __all__ = ["extend_attempts", "reset_budget", "set_policy"]
 

@@ -25,8 +25,8 @@ from typing import Any
 
 from ledger import RecoveryPolicy, redact_secrets
 from ledger import events as ev
-from projections.decisions.coverage import Coverage, coverage
-from projections.decisions.decide import DECISION_VALUES, Decision
+from projections.decisions.completion import Coverage, coverage
+from projections.decisions.rules import DECISION_VALUES, Decision
 from projections.fold.state import RunState
 from projections.report.charts import (
     COLORS,

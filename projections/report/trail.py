@@ -19,7 +19,7 @@ import msgspec
 
 from ledger import RecoveryPolicy, redact_secrets, side
 from ledger import events as ev
-from projections.decisions.decide import Decision
+from projections.decisions.rules import Decision
 from projections.fold.state import RunState
 from projections.words.describe import describe_decision, describe_rule
 

@@ -4,7 +4,7 @@
 its ``as_of_seq``), ``resume_drift.log`` (REC-53) and ``failure_budget.log``
 (REC-17), each a pure rendering of a ``RunState``; ``verify`` compares them and
 ``status --publish --dry-run`` names the stale ones. Writing them is an
-operation's (``projections.operations.publish``).
+operation's (``projections.operations.publishing``).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 
 from ledger import Ledger
 from ledger.files import canonical_json
-from projections.decisions.coverage import Coverage, coverage
-from projections.decisions.decide import Decision
+from projections.decisions.completion import Coverage, coverage
+from projections.decisions.rules import Decision
 from projections.fold.state import RunState
 
 __all__ = ["budget_log", "drift_log", "rendered_files", "stale_files"]

@@ -20,9 +20,9 @@ import msgspec
 from ledger import CorruptLedger, Ledger
 from ledger.events import Location
 from ledger.store.port import RowReader, RunFiles
-from projections.decisions.decide import Decision, decide_all
+from projections.decisions.rules import Decision, decide_all
 from projections.fold.locations import raw_location
-from projections.fold.replay import replay
+from projections.fold.reading import replay
 from projections.fold.state import RolloutState, RunState
 from projections.views.row_lines import RowLines
 

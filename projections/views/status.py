@@ -4,7 +4,7 @@ Both replay once and decide once. ``status`` gathers what the command shows:
 the state (whose manifest it summarizes), the coverage, the held rollouts with
 their decisions, the repairs a writer's open would make and the rows waiting
 to be adopted (REC-86); rewriting the published files is an operation's
-(``projections.operations.publish``). ``check_run`` raises
+(``projections.operations.publishing``). ``check_run`` raises
 ``RecoveryIncomplete`` unless every rollout is complete or omitted (REC-40),
 and returns the coverage when it is.
 """
@@ -21,11 +21,11 @@ from ledger import (
     group_waiting,
     rows_untouched,
 )
-from projections.decisions.coverage import Coverage, check_complete, coverage
-from projections.decisions.decide import Decision, decide_all
+from projections.decisions.completion import Coverage, check_complete, coverage
+from projections.decisions.rules import Decision, decide_all
 from projections.figures.metrics import RewardMetrics, metrics_of
 from projections.fold.left import AtHead, load_open
-from projections.fold.replay import replay
+from projections.fold.reading import replay
 from projections.fold.state import RunState
 from projections.views.refused import refused_note
 from projections.views.results import ChangedRow, changed_rows

@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 from ledger import side
-from projections.decisions.decide import counted_failures, decide
+from projections.decisions.rules import counted_failures, decide
 from projections.words.tables import (
     COVERAGE_TERMS,
     DECISIONS,
@@ -29,7 +29,7 @@ from projections.words.tables import (
 )
 
 if TYPE_CHECKING:
-    from projections.decisions.decide import Decision
+    from projections.decisions.rules import Decision
     from projections.fold.state import RunState
 
 __all__ = [

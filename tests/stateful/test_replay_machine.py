@@ -3,7 +3,7 @@
 A real SQLite ledger (a ``History``, written through the public API) runs next
 to a model: the list of every event it stored, read back as each step ends,
 and an incremental view folded from them one by one with
-``projections.fold.replay.apply``. Rules append events of every kind a run meets
+``projections.fold.reading.apply``. Rules append events of every kind a run meets
 (reservations, outcomes of every REC-20 branch, late rows, duplicates, judge
 admissions and their outcomes, approvals, budget resets, extensions, policy
 changes, drift, overrides, resumes, a torn tail repaired on reopen), reopen

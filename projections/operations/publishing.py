@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ledger import Ledger, Refused, RunLock
-from projections.decisions.coverage import Coverage
-from projections.decisions.decide import Decision, decide_all
+from projections.decisions.completion import Coverage
+from projections.decisions.rules import Decision, decide_all
 from projections.fold.state import RunState
 from projections.operations.keep import replay_kept
 from projections.views.published import rendered_files, stale_files

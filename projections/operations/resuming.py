@@ -45,20 +45,20 @@ from ledger.events import (
 from ledger.policy.approvals import read_approvals
 from ledger.policy.log import apply_changes, policy_changes, policy_from_json
 from ledger.policy.model import RecoveryPolicy
-from projections.decisions.coverage import coverage
+from projections.decisions.completion import coverage
 from projections.decisions.current_manifest import current_manifest_seen
-from projections.decisions.decide import Decision, decide_all
+from projections.decisions.drift_gate import GateVerdict, gate
 from projections.decisions.every_rollout import RunDecisions
-from projections.decisions.gate import GateVerdict, gate
 from projections.decisions.plan import Plan, plan_keys
+from projections.decisions.rules import Decision, decide_all
 from projections.fold.apply import fold_into, pending_events
 from projections.fold.left import load_open, tail_is_open
-from projections.fold.replay import head_policy, replay
+from projections.fold.reading import head_policy, replay
 from projections.fold.snapshot import copy_state
 from projections.fold.state import RunState
 from projections.operations.keep import replay_kept, save_open, save_snapshot
-from projections.operations.publish import publish
-from projections.operations.replan import build_plan
+from projections.operations.publishing import publish
+from projections.operations.release import build_plan
 
 __all__ = ["Resume", "resume"]
 

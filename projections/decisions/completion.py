@@ -10,7 +10,7 @@ import msgspec
 
 from ledger import plural, redact_secrets
 from ledger.errors import RecoveryIncomplete
-from projections.decisions.decide import (
+from projections.decisions.rules import (
     DECISION_VALUES,
     Decision,
     counted_failures,

@@ -19,7 +19,7 @@ from ledger.run.write_index import (
     INDEX_KINDS,
     WriteIndex,
 )
-from projections.fold.replay import replay
+from projections.fold.reading import replay
 from projections.fold.snapshot import load_snapshot
 from projections.fold.state import RunState
 

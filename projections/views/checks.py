@@ -22,15 +22,15 @@ from ledger.store.materialize import index_entry
 from ledger.store.port import RunFiles
 from ledger.store.run_files import ChunkReader
 from projections.fold.left import open_problems
-from projections.fold.replay import replay
+from projections.fold.reading import replay
 from projections.fold.state import RunState
 from projections.views.published import rendered_files
-from projections.views.status import adopt_note
-from projections.views.stored_checks import (
+from projections.views.snapshot_checks import (
     ends_problems,
     index_problems,
     state_problems,
 )
+from projections.views.status import adopt_note
 
 __all__ = ["Finding", "Verification", "verify", "verify_run"]
 

@@ -24,8 +24,8 @@ from ledger.events import (
     ResultSaved,
 )
 from ledger.store.port import EventRow
-from projections.decisions.decide import Decision, decide_all
 from projections.decisions.plan import Plan, PlanKeys, RejudgeItem, plan_keys
+from projections.decisions.rules import Decision, decide_all
 from projections.fold.locations import raw_location
 from projections.fold.state import RolloutState, RunState
 from projections.operations.keep import replay_kept

@@ -18,8 +18,8 @@ import msgspec
 from ledger import MAX_SEQ, bounded, plural, redact_secrets, rollout_index, task_index
 from ledger import events as ev
 from ledger.errors import ConfigError
-from projections.decisions.decide import Decision, decide
-from projections.fold.replay import EventSource, replay
+from projections.decisions.rules import Decision, decide
+from projections.fold.reading import EventSource, replay
 from projections.fold.state import RolloutState, RunState
 from projections.views.file_events import row_text, score_text
 from projections.views.row_lines import RowLines

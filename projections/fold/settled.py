@@ -16,8 +16,8 @@ from collections.abc import Mapping
 
 import msgspec
 
-from projections.decisions.coverage import Tally
-from projections.decisions.decide import Decision
+from projections.decisions.completion import Tally
+from projections.decisions.rules import Decision
 from projections.figures.metrics import figure_slot
 from projections.figures.sums import (
     Figures,

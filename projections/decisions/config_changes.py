@@ -14,8 +14,8 @@ import msgspec
 from ledger import Ledger
 from ledger.identity.normalize import get_path, has_path
 from projections.decisions.current_manifest import current_manifest
-from projections.decisions.gate import GateVerdict, gate, saved_identity
-from projections.fold.replay import replay
+from projections.decisions.drift_gate import GateVerdict, gate, saved_identity
+from projections.fold.reading import replay
 
 __all__ = ["ConfigDiff", "KeyDiff", "config_diff"]
 
