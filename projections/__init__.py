@@ -13,6 +13,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from projections.browse.evaluated import Evaluated, evaluated
     from projections.decisions.completion import (
         Coverage,
         check_complete,
@@ -120,6 +121,7 @@ __all__ = [
     "Coverage",
     "CreatedRun",
     "Decision",
+    "Evaluated",
     "Expanded",
     "Finding",
     "GateVerdict",
@@ -165,6 +167,7 @@ __all__ = [
     "describe_reason",
     "describe_rollout",
     "describe_rule",
+    "evaluated",
     "excluded_sidecar_lines",
     "expand_dataset",
     "extend_attempts",
@@ -197,6 +200,8 @@ __all__ = [
 #: (P-4, P-6): a resume loads the modules it runs, not the report's, the
 #: history's or the importer's.
 _LAZY = {
+    "Evaluated": "projections.browse.evaluated",
+    "evaluated": "projections.browse.evaluated",
     "AggregateMetrics": "projections.figures.nemo_gym",
     "Approval": "projections.operations.operator",
     "AuditExport": "projections.views.export",
