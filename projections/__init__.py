@@ -13,7 +13,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from projections.browse.evaluated import Evaluated, evaluated
+    from projections.browse.header import Evaluated, evaluated
     from projections.decisions.completion import (
         Coverage,
         check_complete,
@@ -200,8 +200,8 @@ __all__ = [
 #: (P-4, P-6): a resume loads the modules it runs, not the report's, the
 #: history's or the importer's.
 _LAZY = {
-    "Evaluated": "projections.browse.evaluated",
-    "evaluated": "projections.browse.evaluated",
+    "Evaluated": "projections.browse.header",
+    "evaluated": "projections.browse.header",
     "AggregateMetrics": "projections.figures.nemo_gym",
     "Approval": "projections.operations.operator",
     "AuditExport": "projections.views.export",

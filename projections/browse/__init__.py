@@ -10,8 +10,8 @@ __all__ = ["Evaluated", "ModelServer", "evaluated"]
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "Evaluated": "projections.browse.evaluated",
-        "ModelServer": "projections.browse.evaluated",
-        "evaluated": "projections.browse.evaluated",
+        "Evaluated": "projections.browse.header",
+        "ModelServer": "projections.browse.header",
+        "evaluated": "projections.browse.header",
     },
 )
