@@ -13,7 +13,15 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from projections.browse.detail import RolloutDetail, rollout_detail
     from projections.browse.header import Evaluated, evaluated
+    from projections.browse.listing import (
+        RolloutPage,
+        RolloutQuery,
+        query_rollouts,
+        rollout_entries,
+    )
+    from projections.browse.runs import RunCard, find_runs, run_card, writer_of
     from projections.decisions.completion import (
         Coverage,
         check_complete,
@@ -142,8 +150,12 @@ __all__ = [
     "ResultRows",
     "Resume",
     "RewardMetrics",
+    "RolloutDetail",
+    "RolloutPage",
+    "RolloutQuery",
     "RoundFiles",
     "RoundReport",
+    "RunCard",
     "RunCheck",
     "RunState",
     "RunStatus",
@@ -171,6 +183,7 @@ __all__ = [
     "excluded_sidecar_lines",
     "expand_dataset",
     "extend_attempts",
+    "find_runs",
     "gate",
     "held_attempts",
     "history",
@@ -179,6 +192,7 @@ __all__ = [
     "measured_rows",
     "metrics_lines",
     "publish",
+    "query_rollouts",
     "record_outcomes",
     "replan",
     "replay",
@@ -188,18 +202,32 @@ __all__ = [
     "resume",
     "resume_with_plan_file",
     "reward_metrics",
+    "rollout_detail",
+    "rollout_entries",
+    "run_card",
     "run_rounds",
     "selected_results",
     "set_policy",
     "status",
     "verify",
     "verify_run",
+    "writer_of",
 ]
 
 #: Every public name and the module that defines it, imported when first used
 #: (P-4, P-6): a resume loads the modules it runs, not the report's, the
 #: history's or the importer's.
 _LAZY = {
+    "RunCard": "projections.browse.runs",
+    "find_runs": "projections.browse.runs",
+    "run_card": "projections.browse.runs",
+    "writer_of": "projections.browse.runs",
+    "RolloutQuery": "projections.browse.listing",
+    "RolloutPage": "projections.browse.listing",
+    "rollout_entries": "projections.browse.listing",
+    "query_rollouts": "projections.browse.listing",
+    "RolloutDetail": "projections.browse.detail",
+    "rollout_detail": "projections.browse.detail",
     "Evaluated": "projections.browse.header",
     "evaluated": "projections.browse.header",
     "AggregateMetrics": "projections.figures.nemo_gym",

@@ -5,13 +5,37 @@ and paged, one rollout's attempts with their rows, two runs compared. Pure.
 
 from ledger import lazy_exports
 
-__all__ = ["Evaluated", "ModelServer", "evaluated"]
+__all__ = [
+    "Evaluated",
+    "ModelServer",
+    "RolloutDetail",
+    "RolloutPage",
+    "RolloutQuery",
+    "RunCard",
+    "evaluated",
+    "find_runs",
+    "query_rollouts",
+    "rollout_detail",
+    "rollout_entries",
+    "run_card",
+    "writer_of",
+]
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "Evaluated": "projections.browse.header",
         "ModelServer": "projections.browse.header",
+        "RolloutDetail": "projections.browse.detail",
+        "RolloutPage": "projections.browse.listing",
+        "RolloutQuery": "projections.browse.listing",
+        "RunCard": "projections.browse.runs",
         "evaluated": "projections.browse.header",
+        "find_runs": "projections.browse.runs",
+        "query_rollouts": "projections.browse.listing",
+        "rollout_detail": "projections.browse.detail",
+        "rollout_entries": "projections.browse.listing",
+        "run_card": "projections.browse.runs",
+        "writer_of": "projections.browse.runs",
     },
 )
