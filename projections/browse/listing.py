@@ -77,7 +77,7 @@ class RolloutQuery(msgspec.Struct, frozen=True, kw_only=True):
         return {
             k: str(v)
             for k, v in values.items()
-            if k != "per_page" and v != defaults[k] and v is not None
+            if k != "per_page" and v != defaults.get(k) and v is not None
         }
 
 

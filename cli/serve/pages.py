@@ -1,0 +1,52 @@
+"""The viewer's pages: Jinja2 templates in ``cli/templates/view/``, escaped.
+
+Every text lands through autoescaping; no page holds inline script or style
+(the Content-Security-Policy allows only ``/static/``), so a text a row or
+an operator wrote can never run.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+from urllib.parse import urlencode
+
+__all__ = ["render"]
+
+
+def _number(value: Any, places: int = 3) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, float):
+        return f"{value:.{places}f}"
+    return str(value)
+
+
+def _short(digest: Any, size: int = 12) -> str:
+    return str(digest)[:size] if digest else "unknown"
+
+
+@functools.cache
+def _environment() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("cli", "templates/view"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["number"] = _number
+    env.filters["short"] = _short
+    env.filters["query"] = lambda params: urlencode(params)
+    return env
+
+
+def render(name: str, **context: Any) -> bytes:
+    """The page ``name`` made from ``context``, as UTF-8 bytes."""
+    import projections
+
+    words = {"describe_reason": projections.describe_reason}
+    page: str = _environment().get_template(name).render(**context, **words)
+    return page.encode()

@@ -1,0 +1,112 @@
+"""The runs ``view`` serves, each read afresh when its log moved.
+
+The runs are found under the places given at start (folders, ``OUT`` files,
+run URLs) and looked for again when the runs page loads. A run is read
+read-only; what was folded from it is kept until its head moves, so a page
+of a large run is cut from memory, and a run a writer appends to is read
+again within a request of its new events.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Folded", "RunSet"]
+
+
+class Folded:
+    """What the viewer keeps of one run, as of one head."""
+
+    def __init__(self, target: Path | str, led: Any, head: int) -> None:
+        import projections
+
+        self.target = target
+        self.head = head
+        self.state = projections.replay(led)
+        self.decisions = projections.decide_all(state := self.state)
+        self.card = projections.run_card(led, target, state)
+        self.entries = projections.rollout_entries(state, self.decisions)
+        self.metrics = projections.reward_metrics(led, state, decisions=self.decisions)
+        self.lines = projections.metrics_lines(self.metrics)
+
+    @property
+    def run_id(self) -> str:
+        return self.card.header.run_id
+
+
+class RunSet:
+    """The runs under ``places``, by run id; each folded again when it moved."""
+
+    def __init__(self, places: Sequence[Path | str]) -> None:
+        self.places = list(places)
+        self._guard = threading.Lock()
+        self._folded: dict[str, Folded] = {}  # by target
+        self._ids: dict[str, Path | str] = {}
+
+    def scan(self) -> list[Path | str]:
+        """Look for runs again; every run found, in order."""
+        import projections
+
+        found = projections.find_runs(self.places)
+        with self._guard:
+            known = {str(t) for t in found}
+            for target in [t for t in self._folded if t not in known]:
+                del self._folded[target]
+        return found
+
+    @contextmanager
+    def _open(self, target: Path | str) -> Iterator[Any]:
+        import ledger
+
+        with ledger.open_run(target) as led:
+            yield led
+
+    def folded(self, target: Path | str) -> Folded:
+        """The run at ``target`` as of its head now."""
+        with self._open(target) as led:
+            head, _ = led.head()
+            with self._guard:
+                kept = self._folded.get(str(target))
+            if kept is not None and kept.head == head:
+                return kept
+            made = Folded(target, led, head)
+        with self._guard:
+            self._folded[str(target)] = made
+            self._ids[made.run_id] = target
+        return made
+
+    def cards(self) -> list[Any]:
+        """Every run's card (a run that cannot be read now is left out)."""
+        import ledger
+
+        cards = []
+        for target in self.scan():
+            try:
+                cards.append(self.folded(target).card)
+            except ledger.LedgerError:
+                continue
+        return cards
+
+    def by_id(self, run_id: str) -> Folded | None:
+        """The run ``run_id`` names, read as of its head; ``None``: no such run."""
+        with self._guard:
+            target = self._ids.get(run_id)
+        if target is None:
+            self.cards()  # a run made since the start
+            with self._guard:
+                target = self._ids.get(run_id)
+        return None if target is None else self.folded(target)
+
+    def detail(self, folded: Folded, task: int, rollout: int) -> Any:
+        """One rollout of ``folded`` (``KeyError``: no such rollout)."""
+        import projections
+
+        decision = folded.decisions[task, rollout]
+        with self._open(folded.target) as led:
+            return projections.rollout_detail(
+                led, folded.state, decision, task, rollout
+            )
