@@ -165,9 +165,11 @@ def _attempted(ledger: Ledger, number: int, seqs: list[int]) -> Attempted:
         event = next(ledger.events(seq), None)
         if event is None or event.seq != seq:
             continue
-        events.append(
-            {"seq": seq, "kind": event.kind, "at": event.at, "by": event.actor}
-        )
+        said = {"seq": seq, "kind": event.kind, "at": event.at, "by": event.actor}
+        reason = getattr(event.body, "reason", None)
+        if isinstance(reason, str):
+            said["reason"] = redact_secrets(reason)
+        events.append(said)
         place = getattr(event.body, "location", None)
         if place is not None:
             where, row = place, _row(ledger, place)
@@ -208,6 +210,9 @@ def rollout_detail(
         seqs = [attempt.seq] + [
             j.outcome_seq or j.seq for j in kept.judgments_of(attempt.attempt)
         ]
+        approved = (kept.approvals or {}).get(attempt.attempt)
+        if approved:
+            seqs.append(approved)
         found = _attempted(ledger, attempt.attempt, [s for s in seqs if s])
         attempts.append(msgspec.structs.replace(found, kind=attempt.kind))
         attempt = attempt.earlier
