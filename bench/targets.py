@@ -24,6 +24,7 @@ from bench.report_time import rpt_baseline, rpt_ours
 from bench.resume_plan import p4_close, p4_kill
 from bench.resume_time import p4_baseline
 from bench.sizes import Sizes
+from bench.view_time import view_baseline, view_ours
 
 __all__ = ["TARGETS", "Target", "select"]
 
@@ -175,6 +176,21 @@ TARGETS: tuple[Target, ...] = (
         ours=rpt_ours,
         baseline=rpt_baseline,
         threshold=10.0,
+        at_least=False,
+        needs=("resume_run",),
+        heavy=True,
+    ),
+    # Issue 27, not a quality.md target: the viewer's pages of P-4's run once
+    # it is read (the runs list, a filtered page, one rollout, over HTTP),
+    # against status on it: each page must answer faster than status reads.
+    Target(
+        id="VIEW",
+        what="view: runs list + filtered page + one rollout (warm) / status OUT, "
+        "P-4's run",
+        unit=SECONDS,
+        ours=view_ours,
+        baseline=view_baseline,
+        threshold=1.0,
         at_least=False,
         needs=("resume_run",),
         heavy=True,

@@ -18,11 +18,11 @@ import msgspec
 
 from ledger import Ledger, RecoveryIncomplete
 from projections.browse.header import Evaluated, evaluated
+from projections.decisions.completion import check_complete
 from projections.decisions.rules import decide_all
 from projections.figures.metrics import metrics_of
 from projections.fold.reading import replay
 from projections.fold.state import RunState
-from projections.views.status import check_run
 
 __all__ = ["RunCard", "find_runs", "run_card", "writer_of"]
 
@@ -109,12 +109,16 @@ def writer_of(ledger: Ledger) -> str | None:
 
 
 def run_card(ledger: Ledger, out: Path | str, state: RunState | None = None) -> RunCard:
-    """The card of the run ``ledger`` reads (``out`` as the runs page names it)."""
+    """The card of the run ``ledger`` reads (``out`` as the runs page names it).
+
+    ``check``'s verdict is made from ``state`` (one replay): its words are
+    ``check``'s, without the note on rows waiting to be adopted.
+    """
     state = replay(ledger) if state is None else state
     decisions = decide_all(state)
     figures = metrics_of(state, decisions)
     try:
-        check_run(ledger)
+        check_complete(state, decisions)
         exit_code, words = 0, f"all {figures.expected} rollouts are complete or omitted"
     except RecoveryIncomplete as exc:
         exit_code, words = exc.exit_code, str(exc)
