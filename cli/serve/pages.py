@@ -8,6 +8,7 @@ an operator wrote can never run.
 from __future__ import annotations
 
 import functools
+import os
 from typing import Any
 from urllib.parse import urlencode
 
@@ -26,6 +27,15 @@ def _short(digest: Any, size: int = 12) -> str:
     return str(digest)[:size] if digest else "unknown"
 
 
+def _shown(path: Any) -> str:
+    """A path as a person gave it: relative to the current folder when under it."""
+    text = str(path)
+    if not os.path.isabs(text):
+        return text
+    relative = os.path.relpath(text)
+    return text if relative.startswith("..") else relative
+
+
 @functools.cache
 def _environment() -> Any:
     import jinja2
@@ -39,6 +49,7 @@ def _environment() -> Any:
     )
     env.filters["number"] = _number
     env.filters["short"] = _short
+    env.filters["shown"] = _shown
     env.filters["query"] = lambda params: urlencode(params)
     return env
 
