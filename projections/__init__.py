@@ -13,7 +13,11 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from projections.browse.detail import RolloutDetail, rollout_detail
+    from projections.browse.detail import (
+        RolloutDetail,
+        failure_messages,
+        rollout_detail,
+    )
     from projections.browse.header import Evaluated, evaluated
     from projections.browse.listing import (
         RolloutPage,
@@ -183,6 +187,7 @@ __all__ = [
     "excluded_sidecar_lines",
     "expand_dataset",
     "extend_attempts",
+    "failure_messages",
     "find_runs",
     "gate",
     "held_attempts",
@@ -228,6 +233,7 @@ _LAZY = {
     "query_rollouts": "projections.browse.listing",
     "RolloutDetail": "projections.browse.detail",
     "rollout_detail": "projections.browse.detail",
+    "failure_messages": "projections.browse.detail",
     "Evaluated": "projections.browse.header",
     "evaluated": "projections.browse.header",
     "AggregateMetrics": "projections.figures.nemo_gym",

@@ -156,3 +156,19 @@ def test_text_a_row_wrote_lands_escaped(tmp_path: Path) -> None:
         detail = served.get(f"/api/runs/{run_id}/rollouts/0/0").json()["rollout"]
         assert "sk-abcdefghijklmnopqrstuvwx" not in json.dumps(detail)
         assert served.get(f"/runs/{run_id}/rollouts/9/9").status == 404
+
+
+def test_text_search_finds_failure_messages(tmp_path: Path) -> None:
+    run = CliRun(tmp_path, tasks=2, rollouts=2)
+    run.create()
+    bad = failed("infrastructure_error") | {
+        "_ng_failure_message": "socket hang-up xyzzy"
+    }
+    run.collect(by_key({(1, 0): bad}))
+    with serving([tmp_path]) as served:
+        run_id = _run_id(served)
+        found = served.get(f"/api/runs/{run_id}/rollouts?q=HANG-UP%20xyzzy").json()
+        assert [(r["task"], r["rollout"]) for r in found["rollouts"]] == [(1, 0)]
+        assert (
+            served.get(f"/api/runs/{run_id}/rollouts?q=nowhere").json()["matched"] == 0
+        )

@@ -100,7 +100,8 @@ class Site:
 
         folded = _run(self.runs, found[1])
         asked = projections.RolloutQuery.of(params)
-        page = projections.query_rollouts(folded.entries, asked)
+        said = self.runs.messages(folded) if asked.q else None
+        page = projections.query_rollouts(folded.entries, asked, said)
         if api:
             document = page.to_dict() if found[2] else _run_document(folded)
             return "application/json", _json(document)

@@ -33,6 +33,16 @@ class Folded:
         self.metrics = projections.reward_metrics(led, state, decisions=self.decisions)
         self.lines = projections.metrics_lines(self.metrics)
 
+        self._messages: dict[tuple[int, int], str] | None = None
+
+    def messages(self, led: Any) -> dict[tuple[int, int], str]:
+        """Each failed rollout's failure message, read once (the text search)."""
+        import projections
+
+        if self._messages is None:
+            self._messages = projections.failure_messages(led, self.state)
+        return self._messages
+
     @property
     def run_id(self) -> str:
         return self.card.header.run_id
@@ -100,6 +110,11 @@ class RunSet:
             with self._guard:
                 target = self._ids.get(run_id)
         return None if target is None else self.folded(target)
+
+    def messages(self, folded: Folded) -> dict[tuple[int, int], str]:
+        """``folded``'s failure messages (read from its rows the first time)."""
+        with self._open(folded.target) as led:
+            return folded.messages(led)
 
     def detail(self, folded: Folded, task: int, rollout: int) -> Any:
         """One rollout of ``folded`` (``KeyError``: no such rollout)."""

@@ -17,10 +17,18 @@ import msgspec
 
 from ledger import Ledger, redact_secrets
 from projections.decisions.rules import Decision
+from projections.fold.locations import raw_location
 from projections.fold.state import RunState
 from projections.words.describe import describe_rollout
 
-__all__ = ["CUT", "Attempted", "RolloutDetail", "Text", "rollout_detail"]
+__all__ = [
+    "CUT",
+    "Attempted",
+    "RolloutDetail",
+    "Text",
+    "failure_messages",
+    "rollout_detail",
+]
 
 CUT = 600
 WHOLE = 200_000
@@ -227,3 +235,34 @@ def rollout_detail(
         messages=_messages(given if isinstance(given, Mapping) else {}),
         attempts=attempts,
     )
+
+
+def failure_messages(ledger: Ledger, state: RunState) -> dict[tuple[int, int], str]:
+    """The failure message of each rollout whose selected attempt failed.
+
+    Read from the failure rows themselves (one read of them all), for the
+    list's text search; redacted, at most ``CUT`` characters each.
+    """
+    wanted: dict[int, tuple[int, int]] = {}
+    for task, by_rollout in state.rollouts.items():
+        for index, rollout in by_rollout.items():
+            latest = rollout.latest
+            if latest is not None and latest.kind is not None and latest.seq:
+                wanted[latest.seq] = (task, index)
+    places = []
+    for row in ledger.raw_events_at(sorted(wanted)):
+        where = raw_location(row)
+        if where is not None:
+            places.append((wanted[row.seq], where))
+    found: dict[tuple[int, int], str] = {}
+    with ledger.files.reader() as reader:
+        datas = reader.read_many([(w.file, w.offset, w.length) for _, w in places])
+    for (key, _), data in zip(places, datas, strict=True):
+        try:
+            decoded = _DECODER.decode(data) if data else None
+        except (msgspec.DecodeError, RecursionError):
+            continue
+        said = _message(decoded) if isinstance(decoded, dict) else None
+        if said is not None:
+            found[key] = said.head
+    return found

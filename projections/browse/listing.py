@@ -131,6 +131,11 @@ def rollout_entries(
     return found
 
 
+def _searched(entry: Entry, messages: Mapping[tuple[int, int], str]) -> str:
+    message = messages.get((entry.task, entry.rollout), "")
+    return f"{entry.kind} {entry.decision} {entry.reason} {message}"
+
+
 _KEYS = {
     "task": lambda e: (e.task, e.rollout),
     "reward": lambda e: (e.reward is None, e.reward or 0.0, e.task, e.rollout),
@@ -142,16 +147,25 @@ _KEYS = {
 }
 
 
-def query_rollouts(listed: Sequence[Entry], asked: RolloutQuery) -> RolloutPage:
-    """The page ``asked`` shows of ``listed`` (every rollout of a run)."""
+def query_rollouts(
+    listed: Sequence[Entry],
+    asked: RolloutQuery,
+    messages: Mapping[tuple[int, int], str] | None = None,
+) -> RolloutPage:
+    """The page ``asked`` shows of ``listed`` (every rollout of a run).
+
+    ``messages``: each failed rollout's failure message, searched by ``q``
+    with the kind, the decision and its reason.
+    """
     text = asked.q.casefold()
+    said = messages or {}
     matched = [
         e
         for e in listed
         if (not asked.decision or e.decision == asked.decision)
         and (not asked.kind or e.kind == asked.kind)
         and (asked.task is None or e.task == asked.task)
-        and (not text or text in f"{e.kind} {e.decision} {e.reason}".casefold())
+        and (not text or text in _searched(e, said).casefold())
     ]
     if asked.sort != "task":
         matched.sort(key=_KEYS[asked.sort])
