@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from projections.browse.listing import (
         RolloutPage,
         RolloutQuery,
+        entry_counts,
         query_rollouts,
         rollout_entries,
     )
@@ -183,6 +184,7 @@ __all__ = [
     "describe_reason",
     "describe_rollout",
     "describe_rule",
+    "entry_counts",
     "evaluated",
     "excluded_sidecar_lines",
     "expand_dataset",
@@ -231,6 +233,7 @@ _LAZY = {
     "RolloutPage": "projections.browse.listing",
     "rollout_entries": "projections.browse.listing",
     "query_rollouts": "projections.browse.listing",
+    "entry_counts": "projections.browse.listing",
     "RolloutDetail": "projections.browse.detail",
     "rollout_detail": "projections.browse.detail",
     "failure_messages": "projections.browse.detail",

@@ -59,12 +59,9 @@ def _run(runs: RunSet, run_id: str) -> Folded:
 
 
 def _run_document(folded: Folded) -> dict[str, Any]:
-    import projections
-
-    cover = projections.coverage(folded.state, folded.decisions)
     return {
         "run": folded.card.to_dict(),
-        "coverage": cover.to_dict(),
+        "coverage": folded.coverage.to_dict(),
         "metrics": folded.metrics.to_dict(),
         "figures": folded.lines,
     }
@@ -101,7 +98,7 @@ class Site:
         folded = _run(self.runs, found[1])
         asked = projections.RolloutQuery.of(params)
         said = self.runs.messages(folded) if asked.q else None
-        page = projections.query_rollouts(folded.entries, asked, said)
+        page = projections.query_rollouts(folded.entries, asked, said, folded.counts)
         if api:
             document = page.to_dict() if found[2] else _run_document(folded)
             return "application/json", _json(document)
@@ -110,7 +107,7 @@ class Site:
                 HTTPStatus.NOT_FOUND, "the rollouts are listed on the run's page"
             )
         name = "list.html.j2" if params.get("fragment") == "rollouts" else "run.html.j2"
-        cover = projections.coverage(folded.state, folded.decisions)
+        cover = folded.coverage
         page_html = render(name, run=folded, page=page, asked=asked, coverage=cover)
         return "text/html", page_html
 

@@ -30,6 +30,8 @@ class Folded:
         self.decisions = projections.decide_all(state := self.state)
         self.card = projections.run_card(led, target, state)
         self.entries = projections.rollout_entries(state, self.decisions)
+        self.counts = projections.entry_counts(self.entries)
+        self.coverage = projections.coverage(state, self.decisions)
         self.metrics = projections.reward_metrics(led, state, decisions=self.decisions)
         self.lines = projections.metrics_lines(self.metrics)
 

@@ -23,6 +23,7 @@ __all__ = [
     "Entry",
     "RolloutPage",
     "RolloutQuery",
+    "entry_counts",
     "query_rollouts",
     "rollout_entries",
 ]
@@ -147,26 +148,41 @@ _KEYS = {
 }
 
 
+def entry_counts(listed: Sequence[Entry]) -> tuple[dict[str, int], dict[str, int]]:
+    """How many rollouts of ``listed`` each decision and each failure kind has."""
+    decisions = dict(Counter(e.decision for e in listed).most_common())
+    kinds = dict(Counter(e.kind for e in listed if e.kind).most_common())
+    return decisions, kinds
+
+
 def query_rollouts(
     listed: Sequence[Entry],
     asked: RolloutQuery,
     messages: Mapping[tuple[int, int], str] | None = None,
+    counts: tuple[dict[str, int], dict[str, int]] | None = None,
 ) -> RolloutPage:
     """The page ``asked`` shows of ``listed`` (every rollout of a run).
 
     ``messages``: each failed rollout's failure message, searched by ``q``
-    with the kind, the decision and its reason.
+    with the kind, the decision and its reason; ``counts``: ``entry_counts``
+    of ``listed``, when the caller keeps them.
     """
     text = asked.q.casefold()
     said = messages or {}
-    matched = [
-        e
-        for e in listed
-        if (not asked.decision or e.decision == asked.decision)
-        and (not asked.kind or e.kind == asked.kind)
-        and (asked.task is None or e.task == asked.task)
-        and (not text or text in _searched(e, said).casefold())
-    ]
+    by_decision, by_kind = entry_counts(listed) if counts is None else counts
+    everything = not (asked.decision or asked.kind or text) and asked.task is None
+    matched = (
+        list(listed)
+        if everything
+        else [
+            e
+            for e in listed
+            if (not asked.decision or e.decision == asked.decision)
+            and (not asked.kind or e.kind == asked.kind)
+            and (asked.task is None or e.task == asked.task)
+            and (not text or text in _searched(e, said).casefold())
+        ]
+    )
     if asked.sort != "task":
         matched.sort(key=_KEYS[asked.sort])
     pages = max(1, -(-len(matched) // asked.per_page))
@@ -178,6 +194,6 @@ def query_rollouts(
         matched=len(matched),
         page=page,
         pages=pages,
-        by_decision=dict(Counter(e.decision for e in listed).most_common()),
-        by_kind=dict(Counter(e.kind for e in listed if e.kind).most_common()),
+        by_decision=by_decision,
+        by_kind=by_kind,
     )
