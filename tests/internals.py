@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from cli.demo.command import demo
     from cli.launch.collector import dies_with_parent
     from cli.main import LedgerGroup
+    from cli.serve.server import make_server
     from ledger.collector_files.inputs_seen import InputsSeen, still_seen
     from ledger.event_views import VIEWS
     from ledger.files import canonical_json
@@ -283,6 +284,7 @@ __all__ = [
     "load_global_config",
     "load_open",
     "load_snapshot",
+    "make_server",
     "materialized_digest",
     "merge_scores",
     "migrate",

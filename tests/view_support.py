@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from cli.serve import make_server
+from tests.internals import make_server
 
 PAYLOAD = "<!--<script>document.title='pwned'</script>"
 

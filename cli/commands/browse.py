@@ -18,7 +18,13 @@ __all__ = ["view"]
     show_default=True,
     help="The port on 127.0.0.1 (0: any free port).",
 )
-def view(places: tuple[str, ...], port: int) -> None:
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the address as one JSON document when serving starts.",
+)
+def view(places: tuple[str, ...], port: int, as_json: bool) -> None:
     """Serve every run under the given folders, read-only, on this machine.
 
     PATH is a folder searched for runs (a run is a <stem>_ledger/ folder beside
@@ -36,4 +42,5 @@ def view(places: tuple[str, ...], port: int) -> None:
     """
     from cli.serve import serve
 
-    serve([p if "://" in p else Path(p) for p in places] or [Path.cwd()], port)
+    found = [p if "://" in p else Path(p) for p in places] or [Path.cwd()]
+    serve(found, port, as_json=as_json)

@@ -31,13 +31,22 @@ def make_server(places: Sequence[Path | str], port: int) -> ThreadingHTTPServer:
     return server
 
 
-def serve(places: Sequence[Path | str], port: int) -> None:
-    """Serve until interrupted (^C), after printing the address."""
+def serve(places: Sequence[Path | str], port: int, *, as_json: bool = False) -> None:
+    """Serve until interrupted (^C), after printing the address.
+
+    ``as_json``: the address as one JSON document on stdout (``--json``).
+    """
     with make_server(places, port) as server:
         runs = len(Site(RunSet(places)).runs.scan())
+        url = f"http://127.0.0.1:{server.server_port}/"
+        if as_json:
+            import msgspec
+
+            document = {"runs": runs, "schema_version": 1, "url": url}
+            click.echo(msgspec.json.encode(document).decode())
         click.echo(
-            f"serving {runs} run{'s' if runs != 1 else ''} at "
-            f"http://127.0.0.1:{server.server_port}/ (read-only; ^C stops)",
+            f"serving {runs} run{'s' if runs != 1 else ''} at {url} "
+            "(read-only; ^C stops)",
             err=True,
         )
         with contextlib.suppress(KeyboardInterrupt):
