@@ -10,13 +10,18 @@ a text a row wrote lands escaped.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.pg_support import pg_run
 from tests.report_support import demo_run, invoke
 from tests.test_cli_support import CliRun, by_key, failed, graded
 from tests.view_support import PAYLOAD, Served, serving
+
+__all__ = ["pg_run"]
 
 
 @pytest.fixture(scope="module")
@@ -172,3 +177,32 @@ def test_text_search_finds_failure_messages(tmp_path: Path) -> None:
         assert (
             served.get(f"/api/runs/{run_id}/rollouts?q=nowhere").json()["matched"] == 0
         )
+
+
+def test_a_run_on_postgresql_named_by_its_url(pg_run: Any) -> None:
+    with serving([pg_run.url]) as served:
+        (card,) = served.get("/api/runs").json()["runs"]
+        assert card["out"] == pg_run.url
+        assert card["expected"] == 6
+        assert card["writer"]  # the run lock is held (pg_run holds it)
+        run_id = card["header"]["run_id"]
+        assert served.get(f"/runs/{run_id}").status == 200
+        listed = served.get(f"/api/runs/{run_id}/rollouts").json()
+        assert listed["total"] == 6
+
+
+def test_the_runs_list_says_when_a_writer_holds_a_run(tmp_path: Path) -> None:
+    from ledger import RunLock
+
+    run = CliRun(tmp_path, tasks=1, rollouts=1)
+    run.create()
+    with serving([tmp_path]) as served:
+        assert served.get("/api/runs").json()["runs"][0]["writer"] is None
+        lock = RunLock(run.out).acquire()
+        try:
+            writer = served.get("/api/runs").json()["runs"][0]["writer"]
+            assert writer is not None
+            assert f"pid {os.getpid()}" in writer
+        finally:
+            lock.release()
+        assert served.get("/api/runs").json()["runs"][0]["writer"] is None

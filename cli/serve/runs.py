@@ -37,6 +37,16 @@ class Folded:
 
         self._messages: dict[tuple[int, int], str] | None = None
 
+    def follow_writer(self, led: Any) -> None:
+        """Say who holds the run now (no event marks a writer's start or end)."""
+        import msgspec
+
+        import projections
+
+        writer = projections.writer_of(led)
+        if writer != self.card.writer:
+            self.card = msgspec.structs.replace(self.card, writer=writer)
+
     def messages(self, led: Any) -> dict[tuple[int, int], str]:
         """Each failed rollout's failure message, read once (the text search)."""
         import projections
@@ -84,6 +94,7 @@ class RunSet:
             with self._guard:
                 kept = self._folded.get(str(target))
             if kept is not None and kept.head == head:
+                kept.follow_writer(led)  # a writer may come or go between events
                 return kept
             made = Folded(target, led, head)
         with self._guard:
