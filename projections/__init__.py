@@ -13,6 +13,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from projections.browse.comparison import Comparison, compare_runs
     from projections.browse.detail import (
         RolloutDetail,
         failure_messages,
@@ -130,6 +131,7 @@ __all__ = [
     "ChangedRow",
     "Collector",
     "CollectorExit",
+    "Comparison",
     "ConfigDiff",
     "Coverage",
     "CreatedRun",
@@ -174,6 +176,7 @@ __all__ = [
     "changed_rows",
     "check_complete",
     "check_run",
+    "compare_runs",
     "config_diff",
     "coverage",
     "create_run",
@@ -225,6 +228,8 @@ __all__ = [
 #: (P-4, P-6): a resume loads the modules it runs, not the report's, the
 #: history's or the importer's.
 _LAZY = {
+    "Comparison": "projections.browse.comparison",
+    "compare_runs": "projections.browse.comparison",
     "RunCard": "projections.browse.runs",
     "find_runs": "projections.browse.runs",
     "run_card": "projections.browse.runs",

@@ -38,7 +38,7 @@ def served(demo: Path) -> Served:
 def _run_id(served: Served) -> str:
     runs = served.get("/api/runs").json()["runs"]
     assert len(runs) == 1
-    return str(runs[0]["header"]["run_id"])
+    return str(runs[0]["id"])
 
 
 def test_the_runs_list_counts_are_status_s(served: Served, demo: Path) -> None:
@@ -206,3 +206,27 @@ def test_the_runs_list_says_when_a_writer_holds_a_run(tmp_path: Path) -> None:
         finally:
             lock.release()
         assert served.get("/api/runs").json()["runs"][0]["writer"] is None
+
+
+def test_copies_of_one_run_each_have_their_own_address(tmp_path: Path) -> None:
+    import shutil
+
+    run = (
+        CliRun(tmp_path / "first", tasks=1, rollouts=2)
+        if (tmp_path / "first").mkdir() is None
+        else None
+    )
+    assert run is not None
+    run.create()
+    run.collect(lambda row: graded())
+    shutil.copytree(tmp_path / "first", tmp_path / "second")
+    with serving([tmp_path]) as served:
+        runs = served.get("/api/runs").json()["runs"]
+        ids = [r["id"] for r in runs]
+        assert len(set(ids)) == 2
+        assert {r["header"]["run_id"] for r in runs} == {ids[0]}
+        for card in runs:
+            assert (
+                served.get(f"/api/runs/{card['id']}").json()["run"]["out"]
+                == card["out"]
+            )

@@ -60,7 +60,7 @@ def _run(runs: RunSet, run_id: str) -> Folded:
 
 def _run_document(folded: Folded) -> dict[str, Any]:
     return {
-        "run": folded.card.to_dict(),
+        "run": {"id": folded.key, **folded.card.to_dict()},
         "coverage": folded.coverage.to_dict(),
         "metrics": folded.metrics.to_dict(),
         "figures": folded.lines,
@@ -78,16 +78,19 @@ class Site:
         api = path.startswith("/api/")
         route = path[4:] if api else path
         if route in ("/", "/runs") and not (api and route == "/"):
-            cards = self.runs.cards()
+            runs = self.runs.every()
             if api:
-                return "application/json", _json({"runs": [c.to_dict() for c in cards]})
-            return "text/html", render("runs.html.j2", cards=cards)
+                listed = [{"id": r.key, **r.card.to_dict()} for r in runs]
+                return "application/json", _json({"runs": listed})
+            return "text/html", render("runs.html.j2", runs=runs)
         if (found := _ROLLOUT.fullmatch(route)) is not None:
             return self._rollout(api, found, params)
         if (found := _RUN.fullmatch(route)) is not None:
             return self._run(api, found, params)
         if (found := _COMPARE.fullmatch(route)) is not None:
             return self._compare(api, found[1], found[2])
+        if route == "/compare" and params.get("a") and params.get("b"):
+            return self._compare(api, params["a"][:64], params["b"][:64])
         raise _Answer(HTTPStatus.NOT_FOUND, f"nothing at {path}")
 
     def _run(
@@ -132,11 +135,14 @@ class Site:
         import projections
 
         a, b = _run(self.runs, first), _run(self.runs, second)
-        compare = getattr(projections, "compare_runs", None)
-        if compare is None:
-            raise _Answer(HTTPStatus.NOT_FOUND, "comparing runs is not available")
         with ledger.open_run(a.target) as one, ledger.open_run(b.target) as other:
-            found = compare(one, other)
+            found = projections.compare_runs(
+                one,
+                other,
+                out_a=str(a.target),
+                out_b=str(b.target),
+                folded=((a.state, a.decisions), (b.state, b.decisions)),
+            )
         if api:
             return "application/json", _json({"compare": found.to_dict()})
         return "text/html", render("compare.html.j2", a=a, b=b, compare=found.to_dict())

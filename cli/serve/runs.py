@@ -25,6 +25,7 @@ class Folded:
         import projections
 
         self.target = target
+        self.key = ""  # the run's id in URLs (the run id; a copy's is suffixed)
         self.head = head
         self.state = projections.replay(led)
         self.decisions = projections.decide_all(state := self.state)
@@ -67,7 +68,8 @@ class RunSet:
         self.places = list(places)
         self._guard = threading.Lock()
         self._folded: dict[str, Folded] = {}  # by target
-        self._ids: dict[str, Path | str] = {}
+        self._ids: dict[str, Path | str] = {}  # by key
+        self._keys: dict[str, str] = {}  # by target
 
     def scan(self) -> list[Path | str]:
         """Look for runs again; every run found, in order."""
@@ -98,28 +100,42 @@ class RunSet:
                 return kept
             made = Folded(target, led, head)
         with self._guard:
+            made.key = self._key_of(target, made.run_id)
             self._folded[str(target)] = made
-            self._ids[made.run_id] = target
         return made
 
-    def cards(self) -> list[Any]:
-        """Every run's card (a run that cannot be read now is left out)."""
+    def _key_of(self, target: Path | str, run_id: str) -> str:
+        """A run's id in URLs: its run id, or for a copy of a run found already
+        (an exported copy keeps its run id) the run id and a number."""
+        known = self._keys.get(str(target))
+        if known is not None:
+            return known
+        key, number = run_id, 1
+        while key in self._ids:
+            number += 1
+            key = f"{run_id}-{number}"
+        self._ids[key] = target
+        self._keys[str(target)] = key
+        return key
+
+    def every(self) -> list[Folded]:
+        """Every run found (a run that cannot be read now is left out)."""
         import ledger
 
-        cards = []
+        found = []
         for target in self.scan():
             try:
-                cards.append(self.folded(target).card)
+                found.append(self.folded(target))
             except ledger.LedgerError:
                 continue
-        return cards
+        return found
 
     def by_id(self, run_id: str) -> Folded | None:
         """The run ``run_id`` names, read as of its head; ``None``: no such run."""
         with self._guard:
             target = self._ids.get(run_id)
         if target is None:
-            self.cards()  # a run made since the start
+            self.every()  # a run made since the start
             with self._guard:
                 target = self._ids.get(run_id)
         return None if target is None else self.folded(target)

@@ -6,12 +6,14 @@ and paged, one rollout's attempts with their rows, two runs compared. Pure.
 from ledger import lazy_exports
 
 __all__ = [
+    "Comparison",
     "Evaluated",
     "ModelServer",
     "RolloutDetail",
     "RolloutPage",
     "RolloutQuery",
     "RunCard",
+    "compare_runs",
     "entry_counts",
     "evaluated",
     "failure_messages",
@@ -26,6 +28,8 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
+        "Comparison": "projections.browse.comparison",
+        "compare_runs": "projections.browse.comparison",
         "Evaluated": "projections.browse.header",
         "ModelServer": "projections.browse.header",
         "RolloutDetail": "projections.browse.detail",

@@ -76,7 +76,7 @@ async function pollRuns(table) {
   if (!answer.ok) return;
   const doc = await answer.json();
   for (const run of doc.runs) {
-    const row = table.querySelector(`tr[data-run="${CSS.escape(run.header.run_id)}"]`);
+    const row = table.querySelector(`tr[data-run="${CSS.escape(run.id)}"]`);
     if (row) setFields(row, { ...run, last_event_at: run.header.last_event_at, writer: run.writer || "none" });
   }
 }
