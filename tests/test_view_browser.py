@@ -197,3 +197,36 @@ def test_a_planted_script_leaves_the_page_working(browser: Any, tmp_path: Path) 
         panel.find_element(By.CSS_SELECTOR, "details.audit summary").click()
         assert f"“{PAYLOAD}”" in panel.text  # the approval's reason
         assert browser.title != "pwned"
+
+
+def test_the_compare_page_shows_the_difference_of_means(
+    browser: Any, tmp_path: Path
+) -> None:
+    outs = []
+    for name, reward in (("old", 1.0), ("new", 0.5)):
+        (tmp_path / name).mkdir()
+        run = CliRun(tmp_path / name, tasks=3, rollouts=2)
+        run.create()
+        run.collect(lambda row, r=reward: graded(r))
+        outs.append(run)
+    with serving([tmp_path]) as served:
+        browser.get(served.base + "/")
+        rows = browser.find_elements(By.CSS_SELECTOR, "table.runs tbody tr")
+        ids = {
+            name: r.get_attribute("data-run")
+            for r in rows
+            for name in ("old", "new")
+            if f"/{name}/" in r.text
+        }
+        Select(browser.find_element(By.NAME, "a")).select_by_value(ids["old"])
+        Select(browser.find_element(By.NAME, "b")).select_by_value(ids["new"])
+        browser.find_element(By.CSS_SELECTOR, "form.compare button").click()
+        _wait(browser, lambda b: "/compare/" in b.current_url)
+        shown = _field(browser, "difference")
+        assert shown == "-0.500"
+        text = browser.find_element(By.TAG_NAME, "main").text
+        assert "paired by task, 3 tasks" in text
+        document = served.get(f"/api/compare/{ids['old']}/{ids['new']}").json()[
+            "compare"
+        ]
+        assert document["difference"]["value"] == pytest.approx(-0.5)
