@@ -1,9 +1,9 @@
 """The read side of rollout-ledger, and the operations on top of it.
 
-Six pure rooms read the log: ``fold`` (events into a ``RunState``, and its
+Seven pure rooms read the log: ``fold`` (events into a ``RunState``, and its
 snapshots), ``decisions`` (REC-20, the gate, coverage, the plan), ``views``
 (status, history, results, verify), ``figures`` (the reward figures),
-``words`` and ``report``. One room, ``operations``, holds what changes a run.
+``words``, ``report`` and ``browse`` (the viewer's and compare's values). One room, ``operations``, holds what changes a run.
 ``__all__`` is the public API (api.md and ``docs/api.md``): each command
 calls one of these names and renders what it returns; each room's docstring
 says what it holds. Everything not in ``__all__`` is private and may move.

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parents[1]
-READ_ROOMS = ("decisions", "figures", "fold", "report", "views", "words")
+READ_ROOMS = ("browse", "decisions", "figures", "fold", "report", "views", "words")
 OPERATIONS = "projections.operations"
 
 #: Methods that change a run or a file, on any receiver.
