@@ -51,6 +51,7 @@ def rpt_ours(ctx: Context) -> Measured:
             out=str(out),
             verification=verification,
             metrics=metrics,
+            ledger=led,
         )
         page.write_text(render_report(context), encoding="utf-8")
     elapsed = time.perf_counter() - started

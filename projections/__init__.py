@@ -3,7 +3,8 @@
 Seven pure rooms read the log: ``fold`` (events into a ``RunState``, and its
 snapshots), ``decisions`` (REC-20, the gate, coverage, the plan), ``views``
 (status, history, results, verify), ``figures`` (the reward figures),
-``words``, ``report`` and ``browse`` (the viewer's and compare's values). One room, ``operations``, holds what changes a run.
+``words``, ``report`` and ``browse`` (the viewer's and compare's values).
+One room, ``operations``, holds what changes a run.
 ``__all__`` is the public API (api.md and ``docs/api.md``): each command
 calls one of these names and renders what it returns; each room's docstring
 says what it holds. Everything not in ``__all__`` is private and may move.

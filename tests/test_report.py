@@ -5,29 +5,43 @@ the headline equals ``status --json`` (CLI-6), the coverage its REC-41 counts,
 each trail's decision ``decide``'s (REC-20) with the rule id kept for auditors
 only, the held rollouts' approve command works as printed (REC-25), the head
 hash is ``head``'s (EV-2), and a large run is shown in bands of tasks (P-4).
+Issue 27: the header says what was evaluated, each trail what its row holds
+(redacted, cut), the page's JSON holds no raw ``<`` whatever a row or an
+operator wrote, and ``--serve`` answers only requests for its own address.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
 import shlex
 import signal
 import subprocess
 import sys
+import threading
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import projections
+from cli.render.html import report_server
+from cli.render.loopback import host_allowed
+from cli.render.safe_json import script_json
 from ledger import open_run
-from projections import decide, describe_decision, replay
+from projections import decide, describe_decision, evaluated, replay
 from tests.report_support import (
+    LONG_ANSWER,
+    PLANT,
+    SECRET,
     TRAILS,
     demo_run,
     invoke,
+    planted_run,
     report_of,
     text_of,
     trails,
@@ -268,3 +282,167 @@ def test_cli16_report_json_summarizes_the_page(
         "seq": int(seq),
         "head": head,
     }
+
+
+# -- issue 27: what was evaluated, what each row holds, safe JSON, safe serving --
+
+
+def test_header_names_what_the_demo_run_evaluated(demo: tuple[Path, str]) -> None:
+    out, page = demo
+    with open_run(out) as led:
+        found = evaluated(led, replay(led))
+    assert found.agent
+    assert found.model
+    assert text_of(page, "agent") == found.agent
+    assert text_of(page, "model") == found.model
+    assert text_of(page, "num-repeats") == str(found.num_repeats)
+    assert text_of(page, "max-attempts") == f"{found.max_attempts} per rollout"
+    assert found.dataset_digest
+    assert f'<code title="{found.dataset_digest}">' in page
+    assert str(found.sampling["temperature"]) in text_of(page, "sampling")
+
+
+def test_each_trail_shows_what_its_selected_row_holds(demo: tuple[Path, str]) -> None:
+    """A complete rollout's trail carries the response text of its selected row
+    (a re-judged one's, the answer judged again: its re-judgment row has none)."""
+    out, page = demo
+    carried = trails(page)
+    with open_run(out) as led:
+        state = replay(led)
+        rows = list(projections.selected_results(led, state))
+    answered = [row for row in rows if "response" in row]
+    assert answered
+    for row in answered:
+        key = f"{row['_ng_task_index']}-{row['_ng_rollout_index']}"
+        content = carried[key]["content"]
+        output = row["response"]["output"][0]["content"][0]["text"]
+        assert content["response"] == {"text": output, "chars": len(output)}
+        assert content["attempt"] == row["_ng_attempt_index"]
+    rejudged = [t for t in carried.values() if "judged again" in str(t["attempts"])]
+    assert rejudged
+    assert all(t["content"]["response"]["text"] for t in rejudged)
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory: pytest.TempPathFactory) -> str:
+    folder = tmp_path_factory.mktemp("planted")
+    return report_of(planted_run(folder / "run"), folder / "report.html")
+
+
+def test_planted_script_leaves_no_raw_angle_bracket_in_the_page_s_json(
+    planted: str,
+) -> None:
+    """``<!--<script>`` in a failure class and an approval reason stays text."""
+    block = TRAILS.search(planted)
+    assert block is not None
+    assert not set(block.group(1)) & set("<>&")
+    carried = trails(planted)
+    failed = carried["0-0"]["content"]
+    assert (failed["class"], failed["message"]["text"]) == (
+        PLANT,
+        f"{PLANT} failed {PLANT}",
+    )
+    approved = [e["text"] for a in carried["0-1"]["attempts"] for e in a["events"]]
+    assert f"rerun approved ({PLANT})" in approved
+    # The page has its two script elements and no third one opened by a row.
+    assert planted.count("<script") == 2
+    assert PLANT not in TRAILS.sub("", planted)  # every other place escapes it
+
+
+def test_trail_content_is_redacted_and_cut_with_its_length(planted: str) -> None:
+    answered = trails(planted)["1-0"]["content"]
+    assert SECRET not in planted
+    assert SECRET[:12] not in planted
+    text = answered["response"]["text"]
+    assert text == LONG_ANSWER.replace(SECRET, "<redacted>")
+    assert answered["response"]["chars"] == len(text)
+    assert len(text) > projections.report.content.PREVIEW  # the page folds it
+
+
+def test_long_texts_are_cut_to_the_page_s_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the page's budget a text keeps its preview only, and its length."""
+    monkeypatch.setattr(projections.report.content, "PAGE_BUDGET", 0)
+    page = report_of(planted_run(tmp_path / "run"), tmp_path / "report.html")
+    answered = trails(page)["1-0"]["content"]["response"]
+    assert len(answered["text"]) == projections.report.content.PREVIEW
+    assert answered["chars"] == len(LONG_ANSWER.replace(SECRET, "<redacted>"))
+
+
+def test_script_json_escapes_what_could_end_a_script_element() -> None:
+    value = {"a</script>": ["<!--<script>", "x & y > z", "\u2028\u2029"]}
+    text = script_json(value)
+    assert not set(text) & set("<>&\u2028\u2029")
+    assert json.loads(text) == value
+
+
+# The Host check, against DNS rebinding: only the address served.
+@pytest.mark.parametrize(
+    ("host", "allowed"),
+    [
+        ("127.0.0.1:8123", True),
+        ("localhost:8123", True),
+        ("LocalHost:8123", True),
+        ("127.0.0.1:8124", False),  # another port
+        ("attacker.example:8123", False),  # a rebound name
+        ("127.0.0.1.attacker.example:8123", False),
+        ("localhost", False),  # no port: port 80 only
+        ("", False),
+        (None, False),  # no Host header at all
+    ],
+)
+def test_host_allowed_names_only_the_address_served(
+    host: str | None, allowed: bool
+) -> None:
+    assert host_allowed(host, 8123) is allowed
+    assert host_allowed("localhost", 80)
+
+
+@pytest.fixture
+def served() -> Iterator[int]:
+    """``report_server`` of a fixed page, serving on a free port in a thread."""
+    server = report_server(lambda: "<p>the page</p>", 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_port
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=30)
+
+
+def _request(port: int, host: str, method: str = "GET") -> tuple[int, Any, bytes]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        connection.putrequest(method, "/", skip_host=True)
+        connection.putheader("Host", host)
+        connection.endheaders()
+        response = connection.getresponse()
+        return response.status, response.headers, response.read()
+    finally:
+        connection.close()
+
+
+def test_serve_refuses_a_foreign_host_and_answers_its_own(served: int) -> None:
+    status, headers, body = _request(served, f"attacker.example:{served}")
+    assert status == 400
+    assert headers["Content-Type"].startswith("text/plain")
+    assert b"the page" not in body
+    assert body.startswith(b"refused")
+    for host in (f"127.0.0.1:{served}", f"localhost:{served}"):
+        status, headers, body = _request(served, host)
+        assert (status, body) == (200, b"<p>the page</p>")
+        policy = headers["Content-Security-Policy"]
+        assert policy.startswith("default-src 'none'")
+        assert headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_serve_answers_get_and_head_only(served: int) -> None:
+    status, headers, body = _request(served, f"127.0.0.1:{served}", "HEAD")
+    assert (status, body) == (200, b"")
+    assert headers["Content-Length"] == str(len(b"<p>the page</p>"))
+    status, headers, _ = _request(served, f"127.0.0.1:{served}", "POST")
+    assert status == 405
+    assert headers["Allow"] == "GET, HEAD"

@@ -7,7 +7,9 @@ the page (only ``file:`` and ``data:`` resources), the headline equals
 ``status --json`` (CLI-6), every grid cell is ``decide``'s decision (REC-20),
 clicking a rollout opens its trail with the rule id for auditors (CLI-8), a
 large run's listed rollouts open theirs too (P-4), and the screenshot is not
-blank.
+blank. Issue 27: ``<!--<script>`` planted in a failure class and an approval
+reason leaves the page's script working, each trail shows what its row holds,
+a long text folded, and the header names the agent and model.
 """
 
 from __future__ import annotations
@@ -25,9 +27,9 @@ import pytest
 
 import projections
 from ledger import open_run
-from projections import decide, replay
+from projections import decide, evaluated, replay
 from tests.prerequisites import unavailable
-from tests.report_support import demo_run, invoke, report_of
+from tests.report_support import PLANT, demo_run, invoke, planted_run, report_of
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -246,3 +248,68 @@ def test_p4_large_run_bands_open_the_listed_trails(
     assert browser.find_element(By.ID, "trail-title").text.startswith(
         f"Task {task}, rollout {rollout}: "
     )
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("planted")
+    page = folder / "report.html"
+    report_of(planted_run(folder / "run"), page)
+    return page
+
+
+def _trail_of(browser: Any, key: str) -> Any:
+    browser.find_element(By.CSS_SELECTOR, f'#grid .cell[data-key="{key}"]').click()
+    trail = browser.find_element(By.ID, "trail")
+    assert trail.is_displayed()
+    return trail
+
+
+def test_planted_script_leaves_the_page_s_script_working(
+    browser: Any, planted: Path
+) -> None:
+    """``<!--<script>`` in a failure class and a reason: squares open trails."""
+    _open(browser, planted)
+    trail = _trail_of(browser, "0-0")
+    title = browser.find_element(By.ID, "trail-title").text
+    assert title == "Task 0, rollout 0: retry"
+    content = trail.find_element(By.CSS_SELECTOR, ".content").text
+    assert f"failure kind {PLANT}; class {PLANT}" in content
+    assert f"{PLANT} failed {PLANT}" in content
+    trail = _trail_of(browser, "0-1")
+    assert f"rerun approved ({PLANT})" in trail.text
+    assert "response:\n42" in trail.find_element(By.CSS_SELECTOR, ".content").text
+    # Nothing the rows held became an element: the page's own two scripts only.
+    assert browser.execute_script("return document.scripts.length") == 2
+
+
+def test_a_long_answer_is_folded_with_the_whole_text_a_click_away(
+    browser: Any, planted: Path
+) -> None:
+    _open(browser, planted)
+    trail = _trail_of(browser, "1-0")
+    shown = trail.find_element(By.CSS_SELECTOR, ".content pre")
+    assert shown.text.startswith("The answer is 42.")
+    assert len(shown.text) <= 301
+    folded = trail.find_element(By.CSS_SELECTOR, ".content details")
+    assert folded.get_attribute("open") is None
+    summary = folded.find_element(By.TAG_NAME, "summary")
+    assert summary.text.startswith("the whole text (")
+    summary.click()
+    whole = folded.find_element(By.TAG_NAME, "pre").text
+    assert whole.endswith("My key is <redacted>. </script></script></script>")
+
+
+def test_header_shows_the_agent_and_model_evaluated(
+    browser: Any, demo: tuple[Path, Path]
+) -> None:
+    out, page = demo
+    _open(browser, page)
+    with open_run(out) as led:
+        found = evaluated(led, replay(led))
+    header = browser.find_element(By.ID, "evaluated")
+    assert header.is_displayed()
+    shown = header.find_element(By.CSS_SELECTOR, "[data-testid=agent]").text
+    assert shown == found.agent
+    shown = header.find_element(By.CSS_SELECTOR, "[data-testid=model]").text
+    assert shown == found.model

@@ -2,9 +2,11 @@
 
 The template (``cli/templates/report.html.j2``, package data) holds the page:
 inline CSS, inline SVG charts made by ``projections``, the audit trails as one
-JSON block and a few lines of inline script that open them. Nothing loads
-from the network: the page's own Content-Security-Policy forbids it.
-``serve_report`` serves the page on 127.0.0.1, made afresh on each load.
+JSON block (``script_json``: no raw ``<`` in it, whatever a row held) and a few
+lines of inline script that open them. Nothing loads from the network: the
+page's own Content-Security-Policy forbids it. ``serve_report`` serves the page
+on 127.0.0.1, made afresh on each load, to GET and HEAD requests that name the
+address served (``host_allowed``), with the same policy as a header.
 """
 
 from __future__ import annotations
@@ -12,20 +14,25 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 
 from cli.common import reader
+from cli.render.loopback import PAGE_POLICY, SECURITY_HEADERS, host_allowed
 from cli.render.progress import working
+from cli.render.safe_json import script_json
 
-__all__ = ["Built", "build_page", "render_report", "serve_report"]
+if TYPE_CHECKING:
+    from http.server import ThreadingHTTPServer
+
+__all__ = ["Built", "build_page", "render_report", "report_server", "serve_report"]
 
 
 def render_report(context: Mapping[str, Any]) -> str:
     """The report page for ``context``, as one self-contained HTML string."""
     import jinja2
-    import msgspec
+    import markupsafe
 
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("cli", "templates"),
@@ -34,9 +41,11 @@ def render_report(context: Mapping[str, Any]) -> str:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    # Inside <script>: "</" must not close the element, whatever a row held.
-    trails = msgspec.json.encode(context["trails"]).decode().replace("</", "<\\/")
-    page = env.get_template("report.html.j2").render(**context, trails_json=trails)
+    # Every JSON block of the page goes through this filter: escaped for a
+    # <script> element (script_json), and not escaped again as HTML text,
+    # which a <script> element would not decode.
+    env.filters["script_json"] = lambda value: markupsafe.Markup(script_json(value))
+    page = env.get_template("report.html.j2").render(**context, policy=PAGE_POLICY)
     return page
 
 
@@ -78,6 +87,7 @@ def build_page(out: Path | str, *, verify: bool = True, quiet: bool = True) -> B
                 out=str(out),
                 verification=verification,
                 metrics=metrics.to_dict(),
+                ledger=led,
             )
             html = render_report(context)
     checked = context["verify"]
@@ -92,32 +102,80 @@ def build_page(out: Path | str, *, verify: bool = True, quiet: bool = True) -> B
     )
 
 
-def serve_report(page: Callable[[], str], port: int) -> None:
-    """Serve ``page()`` at http://127.0.0.1:PORT/ until interrupted (^C)."""
+def report_server(page: Callable[[], str], port: int) -> ThreadingHTTPServer:
+    """A server of ``page()`` bound to 127.0.0.1:PORT (0: any free port), not started.
+
+    It answers GET and HEAD of ``/`` only, and only when ``Host`` names the
+    address served (against DNS rebinding); every answer carries the page's
+    content security policy and ``nosniff``.
+    """
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
+        def _answer(
+            self,
+            code: int,
+            body: bytes,
+            *,
+            kind: str = "text/plain; charset=utf-8",
+            head: bool = False,
+            more: tuple[tuple[str, str], ...] = (),
+        ) -> None:
+            self.send_response(code)
+            for name, value in (
+                ("Content-Type", kind),
+                ("Content-Length", str(len(body))),
+                *SECURITY_HEADERS,
+                *more,
+            ):
+                self.send_header(name, value)
+            self.end_headers()
+            if not head:
+                self.wfile.write(body)
+
+        def _page(self, *, head: bool) -> None:
+            served = server.server_port  # the port bound, when PORT was 0
+            if not host_allowed(self.headers.get("Host"), served):
+                # Refused before the run is read: a page elsewhere learns nothing.
+                text = f"refused: this server answers requests for 127.0.0.1:{served}"
+                self._answer(400, f"{text} only\n".encode(), head=head)
+                return
             if self.path not in ("/", "/index.html"):
-                self.send_error(404)
+                self._answer(404, b"not found: the report is at /\n", head=head)
                 return
             import ledger
 
             try:
                 body = page().encode()
             except ledger.LedgerError as exc:  # the run cannot be read now
-                self.send_error(503, explain=ledger.redact_secrets(str(exc)))
+                why = ledger.redact_secrets(str(exc)) + "\n"
+                self._answer(503, why.encode(), head=head)
                 return
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            self._answer(200, body, kind="text/html; charset=utf-8", head=head)
+
+        def do_GET(self) -> None:
+            self._page(head=False)
+
+        def do_HEAD(self) -> None:
+            self._page(head=True)
+
+        def _read_only(self) -> None:
+            self.close_connection = True  # its body, if any, is never read
+            body = b"only GET and HEAD: the report is read-only\n"
+            self._answer(405, body, more=(("Allow", "GET, HEAD"),))
+
+        do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _read_only
 
         def log_message(self, format: str, *args: Any) -> None:
             pass  # one line per load would bury the address
 
-    with ThreadingHTTPServer(("127.0.0.1", port), Handler) as server:
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    return server
+
+
+def serve_report(page: Callable[[], str], port: int) -> None:
+    """Serve ``page()`` at http://127.0.0.1:PORT/ until interrupted (^C)."""
+    with report_server(page, port) as server:
         click.echo(
             f"serving the report at http://127.0.0.1:{server.server_port}/ "
             "(made afresh on each load; ^C stops)",

@@ -1,12 +1,16 @@
-"""What every page served on this machine sends and checks (issue 27).
+"""What every answer of the viewer sends, and the ``Host`` it accepts (issue 27).
 
-A request whose ``Host`` is not the address being served is refused: a page
-of another site that rebinds its name to 127.0.0.1 (DNS rebinding) cannot
-read a run. Every answer carries a Content-Security-Policy that lets the
-page load its own script and style only, and fetch nothing elsewhere.
+A request whose ``Host`` is not the address being served is refused
+(``cli.render.loopback.host_allowed``, which ``report --serve`` uses too): a
+page of another site that rebinds its name to 127.0.0.1 cannot read a run.
+Every answer carries a Content-Security-Policy that lets a page load its own
+script and style only (the viewer's pages hold no inline code), and fetch
+nothing elsewhere.
 """
 
 from __future__ import annotations
+
+from cli.render.loopback import host_allowed
 
 __all__ = ["HEADERS", "host_allowed"]
 
@@ -21,14 +25,3 @@ HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-
-
-def host_allowed(host: str | None, port: int) -> bool:
-    """Whether a request's ``Host`` names the address served (loopback, ``port``)."""
-    if not host:
-        return False
-    return host.strip().lower() in {
-        f"127.0.0.1:{port}",
-        f"localhost:{port}",
-        f"[::1]:{port}",
-    }

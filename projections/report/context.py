@@ -1,11 +1,13 @@
 """The HTML report of a run (issue 16), as one plain context dict.
 
-``report_context`` is pure: from a folded state, the events it was folded
-from, the run's decisions and (optionally) the ``verify`` findings and the
-reward figures, it builds every value the report's template shows: the
+``report_context`` reads and never writes: from a folded state, the events it
+was folded from, the run's decisions and (optionally) the ``verify`` findings, the
+reward figures and the run's ledger, it builds every value the report's
+template shows: what was evaluated (agent, model, dataset, settings), the
 headline and the command that moves the run on, the coverage with each
 decision in a sentence, the grid of tasks by rollouts (per-task bands when a
-grid would be too large), the audit trails the grid opens, failure kinds with
+grid would be too large), the audit trails the grid opens with what each
+rollout's row holds (read through the ledger, never written), failure kinds with
 their side and counts over time, held rollouts with the approve command, the
 run's changes (drift acceptances, budget resets, policy changes) and the
 verdict with the head hash. Rule ids appear only in the trails' auditor
@@ -23,8 +25,11 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ledger import RecoveryPolicy, redact_secrets
+import msgspec
+
+from ledger import Ledger, RecoveryPolicy, redact_secrets
 from ledger import events as ev
+from projections.browse.header import Evaluated, evaluated
 from projections.decisions.completion import Coverage, coverage
 from projections.decisions.rules import DECISION_VALUES, Decision
 from projections.fold.state import RunState
@@ -37,6 +42,7 @@ from projections.report.charts import (
     failures_svg,
     per_task_svg,
 )
+from projections.report.content import PREVIEW, read_content
 from projections.report.trail import Trails
 from projections.words.describe import GLOSSARY, describe_decision, describe_kind
 
@@ -261,6 +267,28 @@ def _verdict(verification: Any | None, state: RunState) -> dict[str, Any]:
     }
 
 
+def _setting(value: Any) -> str:
+    text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
+    return redact_secrets(text)
+
+
+def _header(found: Evaluated) -> dict[str, Any]:
+    """What the run evaluated, in the words and numbers the page's header shows."""
+    digest = found.dataset_digest
+    return {
+        "agent": found.agent,
+        "model": found.model,
+        "dataset": found.dataset,
+        "digest": digest,
+        "digest_short": digest[:12] if digest else None,
+        "num_repeats": found.num_repeats,
+        "sampling": ", ".join(f"{k} {_setting(v)}" for k, v in found.sampling.items()),
+        "max_attempts": found.max_attempts,
+        "first_event_at": found.first_event_at,
+        "last_event_at": found.last_event_at,
+    }
+
+
 def report_context(
     state: RunState,
     events: Iterable[ev.StoredEvent],
@@ -269,11 +297,15 @@ def report_context(
     out: str,
     verification: Any | None = None,
     metrics: Mapping[str, Any] | None = None,
+    ledger: Ledger | None = None,
 ) -> dict[str, Any]:
     """Everything the report shows, as plain values (strings, numbers, lists).
 
     ``verification`` is a ``Verification`` (``None``: not checked) and
     ``metrics`` the plain value of the reward figures (``None``: not given).
+    With the run's ``ledger`` (which ``events`` came from), the header says
+    what was evaluated and each trail what its rollout's row holds; without
+    it, neither (``None``).
     """
     cover = coverage(state, dict(decisions))
     cap = state.cap
@@ -283,8 +315,13 @@ def report_context(
     for event in events:
         trails.add(event)
     kinds = trails.kinds
+    header, content = None, None
+    if ledger is not None:
+        header = _header(evaluated(ledger, state, last_event_at=trails.last_at))
+        content = read_content(ledger.files, trails.places())
     return {
         "run_id": redact_secrets(state.run_id),
+        "evaluated": header,
         "out": out,
         "as_of_seq": state.as_of_seq,
         "headline": _headline(out, cover, decisions, state),
@@ -293,7 +330,8 @@ def report_context(
         "metrics": metrics,
         "per_task_svg": per_task_svg(metrics),
         "grid": grid,
-        "trails": trails.trails(),
+        "trails": trails.trails(content),
+        "preview": PREVIEW,
         "failures": {
             "kinds": [
                 {

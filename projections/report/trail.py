@@ -5,7 +5,8 @@ and what happened to it (reserved, its outcome, approvals, re-judgments), and
 for the whole run the failure outcomes by kind, side and time, and the
 operator's changes (drift acceptances, budget resets, policy changes, attempt
 extensions, identity adoptions and overrides). The decision's rule id and its
-meaning close each trail, for auditors.
+meaning close each trail, for auditors. ``places`` says where each listed
+rollout's row is, for ``content.read_content``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ledger import RecoveryPolicy, redact_secrets, side
 from ledger import events as ev
 from projections.decisions.rules import Decision
 from projections.fold.state import RunState
+from projections.report.content import Place
 from projections.words.describe import describe_decision, describe_rule
 
 __all__ = ["SIDE_NAMES", "Trails"]
@@ -91,6 +93,8 @@ class Trails:
         self.keys = keys
         self.policy = policy
         self.attempts: dict[Key, dict[int, list[dict[str, Any]]]] = {}
+        #: Where each attempt's outcome row is.
+        self.outcomes: dict[Key, dict[int, Place]] = {}
         self.admissions: dict[str, tuple[int, int, int]] = {}
         #: (kind, side) -> failure outcomes recorded.
         self.kinds: Counter[tuple[str, str]] = Counter()
@@ -105,6 +109,8 @@ class Trails:
             "refused": [],
         }
         self.refused_more = 0
+        #: The newest event's time, once every event was added.
+        self.last_at: str | None = None
 
     def _note(self, event: ev.StoredEvent, key: Key, attempt: int, text: str) -> None:
         by_attempt = self.attempts.setdefault(key, {})
@@ -120,6 +126,7 @@ class Trails:
     def add(self, event: ev.StoredEvent) -> None:
         """Take one event into account."""
         body = event.body
+        self.last_at = event.at
         if isinstance(body, ev.FailureSaved):
             facts = body.facts
             where = side(
@@ -161,6 +168,10 @@ class Trails:
         key = (body.task, body.rollout)
         if key in self.keys:
             self._note(event, key, body.attempt, _outcome_text(body))
+            if isinstance(body, ev.ResultSaved | ev.FailureSaved | ev.OmissionSaved):
+                facts = getattr(body, "facts", None)
+                place = Place(body.attempt, body.location, facts)
+                self.outcomes.setdefault(key, {})[body.attempt] = place
 
     def _change(self, event: ev.StoredEvent) -> None:
         body = event.body
@@ -211,8 +222,27 @@ class Trails:
             )
             self.changes["identity"].append(at | {"text": redact_secrets(what)})
 
-    def trails(self) -> dict[str, dict[str, Any]]:
-        """``"task-rollout"`` -> its trail: attempts, decision in words, rule."""
+    def places(self) -> dict[Key, Place]:
+        """Each listed rollout's row to show: its selected attempt's outcome.
+
+        A re-judged rollout shows the row that was judged again (the
+        re-judgment's own row holds a grade, no answer); a rollout waiting to
+        run again (its decision names the next attempt), its latest outcome.
+        """
+        found = {}
+        for key, by_attempt in self.outcomes.items():
+            chosen = self.decisions[key].attempt
+            before = [n for n in by_attempt if n <= chosen]
+            if before:
+                found[key] = by_attempt[max(before)]
+        return found
+
+    def trails(
+        self, content: Mapping[Key, Any] | None = None
+    ) -> dict[str, dict[str, Any]]:
+        """``"task-rollout"`` -> its trail: attempts, decision in words, rule,
+        and what its row holds (``content``'s, ``None`` when not read)."""
+        content = content or {}
         cap = self.state.cap
         found = {}
         for key in sorted(self.keys):
@@ -229,6 +259,7 @@ class Trails:
                     {"attempt": number, "events": by_attempt[number]}
                     for number in sorted(by_attempt)
                 ],
+                "content": content.get(key),
             }
         return found
 
