@@ -313,3 +313,37 @@ def test_header_shows_the_agent_and_model_evaluated(
     assert shown == found.agent
     shown = header.find_element(By.CSS_SELECTOR, "[data-testid=model]").text
     assert shown == found.model
+
+
+def test_past_the_grid_the_list_filters_and_the_trail_opens_beside_it(
+    browser: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27: past the grid's limit, a filter and a paged list, the trail beside."""
+    from selenium.webdriver.support.ui import Select
+
+    out = demo_run(tmp_path / "run", rollouts=200)
+    monkeypatch.setattr(projections.report.context, "GRID_LIMIT", 20)
+    page = tmp_path / "report.html"
+    report_of(out, page)
+    _open(browser, page)
+    rows = browser.find_elements(By.CSS_SELECTOR, "#grid tr.listed")
+    assert len(rows) > 1
+    values = {r.get_attribute("data-value") for r in rows}
+    assert len(values) > 1  # two kinds of unfinished rollouts to filter between
+    wanted = sorted(values)[0]
+    Select(browser.find_element(By.ID, "list-decision")).select_by_value(wanted)
+    shown = [r for r in rows if r.is_displayed()]
+    assert shown
+    assert {r.get_attribute("data-value") for r in shown} == {wanted}
+    assert len(shown) < len(rows)
+    assert (
+        f"{len(shown)} of {len(rows)} listed"
+        in browser.find_element(By.ID, "list-count").text
+    )
+    link = shown[0].find_element(By.CSS_SELECTOR, ".row-link")
+    link.click()
+    trail = browser.find_element(By.ID, "trail")
+    assert trail.is_displayed()
+    table = browser.find_element(By.ID, "grid")
+    assert trail.location["x"] > table.location["x"] + table.size["width"] - 5  # beside
+    assert abs(trail.location["y"] - table.location["y"]) < 400  # not a page below
