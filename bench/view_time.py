@@ -17,10 +17,8 @@ import time
 
 from bench.context import Context, Measured
 from cli.serve import make_server
-from ledger import Ledger
-from projections import status
 
-__all__ = ["view_baseline", "view_ours"]
+__all__ = ["view_ours"]
 
 
 def _get(port: int, path: str) -> bytes:
@@ -64,13 +62,3 @@ def view_ours(ctx: Context) -> Measured:
         f"(fold, decide, figures) {first:.2f} s"
     )
     return Measured(elapsed, detail)
-
-
-def view_baseline(ctx: Context) -> Measured:
-    """Seconds for ``status`` of the same run."""
-    assert ctx.data.resume_run is not None
-    started = time.perf_counter()
-    with Ledger.open(ctx.data.resume_run) as led:
-        shown = status(led)
-    elapsed = time.perf_counter() - started
-    return Measured(elapsed, f"{shown.coverage.expected} rollouts")

@@ -15,7 +15,6 @@ a long text folded, and the header names the agent and model.
 from __future__ import annotations
 
 import json
-import shutil
 import statistics
 import struct
 import zlib
@@ -28,19 +27,11 @@ import pytest
 import projections
 from ledger import open_run
 from projections import decide, evaluated, replay
+from tests.browser_support import chromium
 from tests.prerequisites import unavailable
 from tests.report_support import PLANT, demo_run, invoke, planted_run, report_of
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
-    unavailable(
-        "no headless Chromium: apt-get install chromium chromium-driver "
-        "(.ci/run does, as root)"
-    )
 try:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
 except ImportError:  # pragma: no cover - the dev extra installs it
     unavailable("selenium is not installed: pip install -e '.[dev]'")
@@ -50,27 +41,14 @@ WIDTH, HEIGHT = 1200, 900
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        f"--window-size={WIDTH},{HEIGHT}",
-        # Network off: every connection goes to a closed port, no name resolves.
+    # Network off: every connection goes to a closed port, no name resolves.
+    flags = [
         "--proxy-server=http://127.0.0.1:9",
         "--proxy-bypass-list=<-loopback>",
         "--host-resolver-rules=MAP * ~NOTFOUND",
-        "--disable-background-networking",
-        "--no-first-run",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    try:
+    ]
+    with chromium(WIDTH, HEIGHT, flags) as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ approval reason leaves the page's script working.
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,22 +18,14 @@ from typing import Any
 
 import pytest
 
+from tests.browser_support import chromium
 from tests.nemo_gym_070 import imported
 from tests.prerequisites import unavailable
 from tests.report_support import demo_run, invoke
 from tests.test_cli_support import CliRun, by_key, failed, graded
 from tests.view_support import PAYLOAD, Served, serving
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
-    unavailable(
-        "no headless Chromium: apt-get install chromium chromium-driver "
-        "(.ci/run does, as root)"
-    )
 try:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select, WebDriverWait
 except ImportError:  # pragma: no cover - the dev extra installs it
@@ -43,25 +34,12 @@ except ImportError:  # pragma: no cover - the dev extra installs it
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1300,1000",
-        # Only loopback: any other name resolves nowhere.
-        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost",
-        "--disable-background-networking",
-        "--no-first-run",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    try:
+    # Only loopback: any other name resolves nowhere.
+    rules = (
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"
+    )
+    with chromium(1300, 1000, [rules]) as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 @pytest.fixture(scope="module")

@@ -31,21 +31,16 @@ __all__ = ["Built", "build_page", "render_report", "report_server", "serve_repor
 
 def render_report(context: Mapping[str, Any]) -> str:
     """The report page for ``context``, as one self-contained HTML string."""
-    import jinja2
     import markupsafe
 
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("cli", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+    from cli.render.templates import environment
+
+    env = environment("templates")
     # Every JSON block of the page goes through this filter: escaped for a
     # <script> element (script_json), and not escaped again as HTML text,
     # which a <script> element would not decode.
     env.filters["script_json"] = lambda value: markupsafe.Markup(script_json(value))
-    page = env.get_template("report.html.j2").render(**context, policy=PAGE_POLICY)
+    page: str = env.get_template("report.html.j2").render(**context, policy=PAGE_POLICY)
     return page
 
 

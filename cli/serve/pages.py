@@ -38,15 +38,9 @@ def _shown(path: Any) -> str:
 
 @functools.cache
 def _environment() -> Any:
-    import jinja2
+    from cli.render.templates import environment
 
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("cli", "templates/view"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+    env = environment("templates/view")
     env.filters["number"] = _number
     env.filters["short"] = _short
     env.filters["shown"] = _shown

@@ -22,9 +22,8 @@ import msgspec
 
 from ledger import Ledger, drift, redact_secrets
 from ledger.identity.normalize import get_path, has_path
-from projections.browse.header import Evaluated, evaluated
+from projections.browse.runs import RunCard, run_card
 from projections.decisions.rules import Decision, decide_all
-from projections.figures.metrics import metrics_of
 from projections.figures.sums import t_quantile_975
 from projections.fold.reading import replay
 
@@ -34,25 +33,12 @@ __all__ = [
     "DecisionChange",
     "Difference",
     "KeyChange",
-    "RunFigures",
     "TaskDifference",
     "compare_runs",
 ]
 
 #: At most this many differing decisions are listed (all are counted).
 LISTED = 1000
-
-
-class RunFigures(msgspec.Struct, frozen=True, kw_only=True):
-    """One run of the two: what it evaluated and its reward figures."""
-
-    out: str
-    header: Evaluated
-    expected: int
-    complete: int
-    mean: float | None
-    standard_error: float | None
-    n: int
 
 
 class Difference(msgspec.Struct, frozen=True, kw_only=True):
@@ -98,8 +84,8 @@ class KeyChange(msgspec.Struct, frozen=True):
 class Comparison(msgspec.Struct, frozen=True, kw_only=True):
     """Run B against run A."""
 
-    a: RunFigures
-    b: RunFigures
+    a: RunCard
+    b: RunCard
     difference: Difference
     tasks: list[TaskDifference]
     decisions_differ: int
@@ -214,19 +200,6 @@ def _keys(a: Any, b: Any) -> tuple[list[KeyChange], bool]:
     ], True
 
 
-def _figures(ledger: Ledger, out: str, state: Any, decisions: Any) -> RunFigures:
-    figures = metrics_of(state, decisions)
-    return RunFigures(
-        out=out,
-        header=evaluated(ledger, state),
-        expected=figures.expected,
-        complete=figures.complete,
-        mean=figures.mean,
-        standard_error=figures.standard_error,
-        n=figures.n,
-    )
-
-
 Folded = tuple[Any, Mapping[tuple[int, int], Decision]]
 
 
@@ -261,8 +234,8 @@ def compare_runs(
     ]
     keys, comparable = _keys(state_a.identity, state_b.identity)
     return Comparison(
-        a=_figures(a, out_a or str(a.target), state_a, decided_a),
-        b=_figures(b, out_b or str(b.target), state_b, decided_b),
+        a=run_card(a, out_a or str(a.target), state_a),
+        b=run_card(b, out_b or str(b.target), state_b),
         difference=difference,
         tasks=_task_differences(scores_a, scores_b),
         decisions_differ=len(changed),
