@@ -78,6 +78,11 @@ def test_the_runs_list_shows_each_run_with_status_s_counts(
         browser.get(served.base + "/")
         rows = browser.find_elements(By.CSS_SELECTOR, "table.runs tbody tr")
         assert len(rows) == 2
+        # What was evaluated, for an imported run too: the agent its rows name.
+        assert sorted(r.find_elements(By.TAG_NAME, "td")[1].text for r in rows) == [
+            "demo_agent",
+            "math_agent",
+        ]
         for db in outs:
             out = db.parent.parent / (db.parent.name.removesuffix("_ledger") + ".jsonl")
             metrics = _status(out)["metrics"]

@@ -100,6 +100,15 @@ def _models(agent: str | None, servers: Mapping[str, Any]) -> tuple[ModelServer,
     return tuple(ModelServer(n, _model_of(_block(servers[n]))) for n in names)
 
 
+def _row_agent(state: RunState) -> str | None:
+    """The agent the rows name (an imported run keeps no collection settings)."""
+    for by_rollout in state.rollouts.values():
+        for rollout in by_rollout.values():
+            if rollout.agent:
+                return rollout.agent
+    return None
+
+
 def evaluated(
     ledger: Ledger, state: RunState, *, last_event_at: str | None = None
 ) -> Evaluated:
@@ -111,7 +120,7 @@ def evaluated(
     identity = state.identity or {}
     collection = identity.get("collection") or {}
     servers = identity.get("servers") or {}
-    agent = collection.get("agent_name")
+    agent = collection.get("agent_name") or _row_agent(state)
     params = collection.get("responses_create_params") or {}
     sampling = {k: params[k] for k in SAMPLING_KEYS if k in params}
     dataset = collection.get("input_jsonl_fpath")
