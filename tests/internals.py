@@ -48,6 +48,9 @@ if TYPE_CHECKING:
     from cli.demo.command import demo
     from cli.launch.collector import dies_with_parent
     from cli.main import LedgerGroup
+    from cli.render.html import report_server
+    from cli.render.loopback import host_allowed
+    from cli.render.safe_json import script_json
     from cli.serve.server import make_server
     from ledger.collector_files.inputs_seen import InputsSeen, still_seen
     from ledger.event_views import VIEWS
@@ -264,6 +267,7 @@ __all__ = [
     "fold_events",
     "forget_all",
     "has_failure_evidence",
+    "host_allowed",
     "identity_manifest",
     "identity_normalize",
     "import_",
@@ -305,6 +309,7 @@ __all__ = [
     "registries",
     "rendered_files",
     "replan_module",
+    "report_server",
     "resolve_run",
     "restored_null_defaults",
     "results_module",
@@ -315,6 +320,7 @@ __all__ = [
     "rules",
     "save_open",
     "save_snapshot",
+    "script_json",
     "server_blocks",
     "settle",
     "sorted_scores",

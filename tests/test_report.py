@@ -29,11 +29,9 @@ from typing import Any
 import pytest
 
 import projections
-from cli.render.html import report_server
-from cli.render.loopback import host_allowed
-from cli.render.safe_json import script_json
 from ledger import open_run
 from projections import decide, describe_decision, evaluated, replay
+from tests.internals import host_allowed, report_server, script_json
 from tests.report_support import (
     LONG_ANSWER,
     PLANT,
