@@ -64,13 +64,16 @@ def report(
 ) -> None:
     """Write the run as one HTML page that opens from disk, offline.
 
-    The page shows how many rollouts are complete and the command that moves
-    the rest, the reward figures, where every rollout stands (each decision in
-    a sentence), a grid of tasks by rollouts whose squares open each rollout's
-    attempts, failures by kind and side over time, held rollouts with the
-    approve command, the changes made during the run, and the integrity check
-    with the head hash. A large run is shown in bands of tasks. With --serve
-    the page is served on this machine only, until interrupted.
+    The page shows what was evaluated (agent, model, dataset, sampling), how
+    many rollouts are complete and the command that moves the rest, the reward
+    figures, where every rollout stands (each decision in a sentence), a grid
+    of tasks by rollouts whose squares open each rollout's attempts and what
+    its row holds (the response, the failure and its message), failures by
+    kind and side over time, held rollouts with the approve command, the
+    changes made during the run, and the integrity check with the head hash.
+    A large run is shown in bands of tasks, its unfinished rollouts in a list
+    to filter and page. With --serve the page is served on this machine only,
+    until interrupted. To browse every run, live, use rollout-ledger view.
 
     \b
     Example:
