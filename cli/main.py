@@ -93,7 +93,8 @@ def main() -> None:
     retryable).
 
     Every decision, reason and term the commands print (settled_zero,
-    kept_answer, held, exhausted, ...) is explained in docs/glossary.md.
+    kept_answer, held, exhausted, ...) is explained by `rollout-ledger explain
+    TERM` (and in docs/glossary.md).
 
     \b
     Example:

@@ -104,7 +104,8 @@ def status(
     held rollouts with reasons and kinds, pending repairs, and rows waiting to
     be adopted (appended without the ledger, by NeMo Gym's own --resume, say).
     --publish takes the run lock and rewrites the published files from the
-    log. Each decision, reason and term is explained in docs/glossary.md.
+    log. Each decision, reason and term is explained by rollout-ledger explain
+    TERM.
 
     \b
     Example:
