@@ -27,8 +27,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 import projections
+from cli import main
 from ledger import open_run
 from projections import decide, describe_decision, evaluated, replay
 from tests.internals import host_allowed, report_server, script_json
@@ -444,3 +446,19 @@ def test_serve_answers_get_and_head_only(served: int) -> None:
     status, headers, _ = _request(served, f"127.0.0.1:{served}", "POST")
     assert status == 405
     assert headers["Allow"] == "GET, HEAD"
+
+
+def test_report_without_o_writes_beside_out_and_says_where(tmp_path: Path) -> None:
+    """Issue 28: no 200 KB of HTML on a terminal; ``-o -`` still gives stdout."""
+    out = demo_run(tmp_path / "run", rollouts=40)
+    said = invoke("report", str(out), "-q")
+    beside = out.with_name(f"{out.stem}_report.html")
+    assert said.exit_code == 0
+    assert said.output == f"wrote the report of 40 rollouts to {beside}\n"
+    assert beside.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    piped = invoke("report", str(out), "-o", "-", "-q")
+    assert piped.output.startswith("<!DOCTYPE html>")
+    both = CliRunner().invoke(main, ["report", str(out), "-o", "-", "--json"])
+    assert both.exit_code == 2
+    document = json.loads(invoke("report", str(out), "--json", "-q").output)
+    assert document["output"] == str(beside)

@@ -2,7 +2,8 @@
 
 The page is built by ``cli.render.html.build_page`` from
 ``projections.report_context``; this module writes it (to a file replaced
-only once complete, or stdout) or serves it on 127.0.0.1.
+only once complete: ``-o FILE``, ``<stem>_report.html`` beside ``OUT`` by
+default, or stdout with ``-o -``) or serves it on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -15,6 +16,20 @@ import click
 from cli.common import echo_json, json_option, out_argument, output_option, quiet_option
 
 __all__ = ["report"]
+
+
+def _default(out: Path | str) -> Path:
+    """``<stem>_report.html`` beside ``OUT`` (a run in a folder)."""
+    import ledger
+
+    if isinstance(out, str) and "://" in out:
+        raise click.UsageError(
+            "a run kept in a database has no folder for its report: give -o FILE "
+            "(or -o - for stdout)"
+        )
+    target = ledger.resolve_out(str(out))
+    assert isinstance(target, Path)
+    return target.with_name(f"{target.stem}_report.html")
 
 
 def _write(out: Path | str, path: Path | None, page: bytes) -> None:
@@ -42,8 +57,10 @@ def _write(out: Path | str, path: Path | None, page: bytes) -> None:
 @click.command()
 @out_argument
 @output_option(
-    "Write to FILE, not stdout.",
-    path_type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    "Write to FILE (default: <stem>_report.html beside OUT; - for stdout).",
+    path_type=click.Path(
+        dir_okay=False, writable=True, allow_dash=True, path_type=Path
+    ),
 )
 @click.option("--no-verify", is_flag=True, help="Skip the integrity check.")
 @click.option(
@@ -88,11 +105,14 @@ def report(
             raise click.UsageError("--serve shows the page itself: no -o, no --json")
         serve_report(lambda: build_page(out, verify=not no_verify).html, port)
         return
-    if as_json and output is None:
-        raise click.UsageError("--json needs -o FILE: stdout would hold both")
+    to_stdout = output is not None and str(output) == "-"
+    if as_json and to_stdout:
+        raise click.UsageError("--json with -o -: stdout would hold both")
+    if output is None:
+        output = _default(out)
     built = build_page(out, verify=not no_verify, quiet=quiet)
     page = built.html.encode()
-    _write(out, output, page)
+    _write(out, None if to_stdout else output, page)
     if as_json:
         echo_json(
             {
@@ -106,5 +126,5 @@ def report(
                 "head": built.head,
             }
         )
-    elif output is not None:
+    elif not to_stdout:
         click.echo(f"wrote the report of {built.rollouts} rollouts to {output}")
