@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections import Counter
 from pathlib import Path
 
@@ -83,3 +84,21 @@ def test_cli_15_demo_refuses_a_folder_that_holds_a_run(tmp_path: Path) -> None:
     result = CliRunner().invoke(demo, [str(tmp_path / "a")])
     assert result.exit_code == 2
     assert "already holds a run" in result.output
+
+
+def test_the_demo_ends_with_its_figures_and_commands_that_run(tmp_path: Path) -> None:
+    """Issue 28: it says it worked, the reward figures, and what to open next."""
+    folder = tmp_path / "demo"
+    output = run_demo(folder, "--rollouts", "40", "--seed", "2")
+    ending = output.split("the demo worked:", 1)[1]
+    assert "reward figures:" in ending
+    assert "mean reward" in ending
+    commands = [
+        line.strip()
+        for line in ending.splitlines()
+        if line.strip().startswith("rollout-ledger ")
+    ]
+    assert [c.split()[1] for c in commands] == ["view", "report", "status"]
+    for command in commands[1:]:  # view serves until stopped (tests/test_view.py)
+        result = CliRunner().invoke(main, shlex.split(command)[1:])
+        assert result.exit_code == 0, (command, result.output)

@@ -347,3 +347,25 @@ def demo(folder: Path | None, rollouts: int, seed: int, as_json: bool) -> None:
         return
     _report(out)
     click.echo(f"\ncheck: {verdict}")
+    _next_steps(folder, out)
+
+
+def _next_steps(folder: Path, out: Path) -> None:
+    """The demo's end: it worked, the figures, and what to open next."""
+    import projections
+
+    with reader(out) as led:
+        state = projections.replay(led)
+        figures = projections.reward_metrics(led, state)
+    click.echo(
+        "\nthe demo worked: the collection was killed, resumed and taken as far as "
+        "it can go; the rollouts left wait for a person (held) or cannot run "
+        "again (terminal), which is what the last job's exit code says"
+    )
+    click.echo("reward figures:")
+    for line in projections.metrics_lines(figures):
+        click.echo(f"  {line}")
+    click.echo("look at the run:")
+    click.echo(f"  rollout-ledger view {shlex.quote(str(folder))}")
+    click.echo(f"  rollout-ledger report {shlex.quote(str(out))}")
+    click.echo(f"  rollout-ledger status {shlex.quote(str(out))}")
