@@ -72,7 +72,7 @@ def test_cli_6_status_prints_the_summary_coverage_and_held(mixed: CliRun) -> Non
         # Issue 16: the completion and the reward figures lead.
         "4 of 6 complete (66.7%)\n"
         "mean reward 0.75 ± 0.25 (95% interval -0.05\u20131.55) over 4 scored "
-        "rollouts\n"
+        "rollouts; wider than the rewards' range (0 to 1)\n"
         "left out of the mean: 2 failed (--count-failure-classes-as-zero counts "
         "them as zero)\n"
         "pass@1 0.83 (3 tasks), pass@2 1.00 (1 task); correct: reward ≥ 1\n"

@@ -128,6 +128,7 @@ def test_cli_6_status_leads_with_completion_and_the_mean(tmp_path: Path) -> None
     assert lines[0] == "5 of 5 complete (100.0%)"
     assert lines[1] == (
         "mean reward 0.20 ± 0.49 (95% interval -1.16\u20131.56) over 5 scored rollouts"
+        "; wider than the rewards' range (-1 to 1)"
     )
     assert lines[2].startswith("pass@1 0.60, pass@2 0.90, pass@4 1.00, pass@5 1.00")
     assert lines[3].startswith("run ")
@@ -249,6 +250,7 @@ def test_count_failure_classes_as_zero_counts_the_failed_rollout(
     assert text[1] == (
         "mean reward 0.50 ± 0.50 (95% interval -5.85\u20136.85) over 2 rollouts: "
         "1 scored, 1 failed counted as zero (--count-failure-classes-as-zero)"
+        "; wider than the rewards' range (0 to 1)"
     )
     assert text[2] == (
         "pass@1 0.50, pass@2 1.00 (correct: reward ≥ 1; 1 task; "

@@ -24,7 +24,8 @@ def test_sc_1_status_and_results_metrics_on_a_run_url(
     lines = run.ok("status", run.out).stdout.splitlines()
     assert lines[:2] == [
         "6 of 6 complete (100.0%)",
-        "mean reward 0.50 ± 0.22 (95% interval -0.07\u20131.07) over 6 scored rollouts",
+        "mean reward 0.50 ± 0.22 (95% interval -0.07\u20131.07) over 6 scored rollouts"
+        "; wider than the rewards' range (0 to 1)",
     ]
     figures = tmp_path / "figures.json"
     run.ok("results", run.out, "-o", tmp_path / "rows.jsonl", "--metrics", figures)

@@ -462,3 +462,31 @@ def test_report_without_o_writes_beside_out_and_says_where(tmp_path: Path) -> No
     assert both.exit_code == 2
     document = json.loads(invoke("report", str(out), "--json", "-q").output)
     assert document["output"] == str(beside)
+
+
+def _tiny_report(tmp_path: Path, rewards: dict[tuple[int, int], Any]) -> str:
+    from tests.test_cli_support import CliRun, by_key
+
+    run = CliRun(tmp_path, tasks=1, rollouts=2)
+    run.create()
+    run.collect(by_key(rewards))
+    page = tmp_path / "page.html"
+    run.ok("report", run.out, "-o", page)
+    return page.read_text(encoding="utf-8")
+
+
+def test_the_reward_table_adds_up_and_the_interval_says_when_it_is_too_wide(
+    tmp_path: Path,
+) -> None:
+    """Issue 28: left out = expected - in the mean = the sum of its parts."""
+    from tests.test_cli_support import failed, graded
+
+    page = _tiny_report(tmp_path, {(0, 0): graded(0.0), (0, 1): graded(1.0)})
+    assert 'data-testid="left-out">0<' in page
+    assert "passes the range of the rewards themselves (0.0 to 1.0)" in page
+    (tmp_path / "b").mkdir()
+    one = _tiny_report(
+        tmp_path / "b", {(0, 0): failed("x", terminal=True), (0, 1): graded(1.0)}
+    )
+    assert 'data-testid="left-out">1<' in one  # the failed one
+    assert "n/a (1 rollout)" in one

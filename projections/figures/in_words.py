@@ -56,6 +56,14 @@ def _mean_line(m: RewardMetrics) -> str:
         line = f"{head} over {_plural(m.n, 'rollout')}: " + ", ".join(parts)
     if m.n == 1:
         line += "; one value, so no standard error"
+    low_high = m.interval_95
+    if (
+        low_high is not None
+        and m.minimum is not None
+        and m.maximum is not None
+        and (low_high[0] < m.minimum or low_high[1] > m.maximum)
+    ):
+        line += f"; wider than the rewards' range ({m.minimum:g} to {m.maximum:g})"
     return line
 
 
