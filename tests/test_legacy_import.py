@@ -815,10 +815,16 @@ def test_cli_3_prints_rows_rejections_and_coverage(tmp_path: Path) -> None:
         "events: run_created 1, legacy_imported 1, failure_saved 1, result_saved 2\n"
         "rows read: 4, imported: 3, rejected: 1\n"
         "  rollouts.jsonl line 2: a <PLACEHOLDER ROW> line, not a row\n"
-        "coverage: 6 rollouts\n"
-        "  pending: 3\n"
-        "  retry: 1 (failed 1)\n"
-        "  complete: 2 (graded 2)\n"
+        # Issue 28: the coverage in status's words.
+        "where the 6 rollouts stand (after event 5; docs/glossary.md explains each "
+        "word):\n"
+        "  pending          3\n"
+        "  retry            1  (failed 1)\n"
+        "  complete         2  (graded 2)\n"
+        "  none rejudge, held, terminal, exhausted, omitted\n"
+        "tasks: 0 with every rollout complete, 2 partly, 1 with none\n"
+        "masked results 0, rollouts suspected of looping on free attempts 0\n"
+        "failure kinds of unfinished rollouts: transient 1\n"
     )
 
 

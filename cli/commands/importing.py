@@ -224,11 +224,6 @@ def _document(result: ImportResult) -> dict[str, Any]:
     }
 
 
-def _counts(split: dict[str, int]) -> str:
-    shown = [f"{name} {count}" for name, count in split.items() if count]
-    return f" ({', '.join(shown)})" if shown else ""
-
-
 def _adopted_text(result: ImportResult) -> list[str]:
     """An import of a run that has a ledger: the rows it adopted (REC-86)."""
     report = result.report
@@ -275,8 +270,7 @@ def _text(result: ImportResult) -> str:
 
 
 def _coverage_lines(cover: dict[str, Any]) -> list[str]:
-    lines = [f"coverage: {plural(cover['expected'], 'rollout')}"]
-    for value, count in cover["decisions"].items():
-        if count:
-            lines.append(f"  {value}: {count}{_counts(cover.get(value, {}))}")
-    return lines
+    """The coverage in ``status``'s words (one word for each thing, issue 28)."""
+    from cli.render.text import coverage_lines
+
+    return coverage_lines(cover)
