@@ -81,11 +81,17 @@ if TYPE_CHECKING:
     from projections.operations.publishing import publish, status
     from projections.operations.release import replan
     from projections.operations.resuming import Resume, resume
-    from projections.operations.round_files import Recorded, Refusal, RoundFiles
+    from projections.operations.round_files import (
+        Recorded,
+        Refusal,
+        RoundFiles,
+        next_round_files,
+    )
     from projections.operations.run_loop import (
         Collector,
         CollectorExit,
         Launcher,
+        RoundProgress,
         RoundReport,
         RunCheck,
         run_rounds,
@@ -162,6 +168,7 @@ __all__ = [
     "RolloutPage",
     "RolloutQuery",
     "RoundFiles",
+    "RoundProgress",
     "RoundReport",
     "RunCard",
     "RunCheck",
@@ -202,6 +209,7 @@ __all__ = [
     "import_run",
     "measured_rows",
     "metrics_lines",
+    "next_round_files",
     "publish",
     "query_rollouts",
     "record_outcomes",
@@ -280,6 +288,7 @@ _LAZY = {
     "Resume": "projections.operations.resuming",
     "RewardMetrics": "projections.figures.metrics",
     "RoundFiles": "projections.operations.round_files",
+    "RoundProgress": "projections.operations.run_loop",
     "RoundReport": "projections.operations.run_loop",
     "RunCheck": "projections.operations.run_loop",
     "RunState": "projections.fold.state",
@@ -314,6 +323,7 @@ _LAZY = {
     "history": "projections.views.audit_trail",
     "import_into_store": "projections.operations.importing",
     "import_run": "projections.operations.importing",
+    "next_round_files": "projections.operations.round_files",
     "measured_rows": "projections.figures.nemo_gym",
     "metrics_lines": "projections.figures.in_words",
     "publish": "projections.operations.publishing",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -10,11 +11,15 @@ import click
 from cli.common import (
     config_options,
     count,
+    echo_json,
     load_config,
     load_global_config,
+    option_file,
     out_argument,
+    reader,
     writer,
 )
+from cli.render.progress import RoundProgressLine
 from cli.render.text import plural
 
 if TYPE_CHECKING:
@@ -78,7 +83,22 @@ _STOPS = {
     default=0,
     help="Total extra attempts per rollout; recorded only when it grows.",
 )
+@click.option("--source", type=option_file, help="The dataset the rows came from.")
+@click.option(
+    "--rerun-masked-without-artifact",
+    "approvals",
+    type=option_file,
+    help="Approvals file (first round): one '{task, rollout, attempt}' or "
+    "'T R A' a line.",
+)
+@click.option(
+    "--retry-terminal-timeouts/--no-retry-terminal-timeouts",
+    default=None,
+    help="Record the policy opt-in to retry timeouts the agent marked final.",
+)
 @click.option("--allow-unsafe", is_flag=True, help="Proceed across a refusal.")
+@click.option("--longest-first", is_flag=True, help="Dispatch longest rollouts first.")
+@click.option("--reason", help="Why, recorded with the operator events.")
 @click.option(
     "--max-rounds", type=count(1), metavar="N", help="Stop after N rounds (exit 75)."
 )
@@ -87,6 +107,21 @@ _STOPS = {
     type=click.FloatRange(min=0, min_open=True),
     metavar="SECONDS",
     help="Stop a collector running longer (SIGTERM, SIGKILL 10 s later).",
+)
+@click.option(
+    "--progress-every",
+    type=click.FloatRange(min=0, min_open=True),
+    default=60.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Off a terminal (a Slurm log), a progress line every SECONDS of a round.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress line.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the verdict, the first round's plan and the command it would "
+    "run; start nothing, write nothing.",
 )
 @click.option(
     "--json",
@@ -106,9 +141,17 @@ def run(
     config: Path,
     global_configs: tuple[Path, ...],
     extend_attempts: int,
+    source: Path | None,
+    approvals: Path | None,
+    retry_terminal_timeouts: bool | None,
     allow_unsafe: bool,
+    longest_first: bool,
+    reason: str | None,
     max_rounds: int | None,
     round_timeout: float | None,
+    progress_every: float,
+    quiet: bool,
+    dry_run: bool,
     as_json: bool,
     command: tuple[str, ...],
 ) -> None:
@@ -155,10 +198,23 @@ def run(
         click.echo(f"rollout-ledger: warning: {warning}", err=True)
     collection = load_config(config)
     servers = load_global_config(global_configs)
+    options: dict[str, Any] = {
+        "source": source,
+        "extend_attempts": extend_attempts,
+        "approvals": approvals,
+        "retry_terminal_timeouts": retry_terminal_timeouts,
+        "allow_unsafe": allow_unsafe,
+        "longest_first": longest_first,
+        "reason": reason,
+    }
+    if dry_run:
+        _dry_run(out, collection, servers, argv, options, as_json=as_json)
+        return
     launcher = ProcessLauncher(
         argv, round_timeout=round_timeout, stdout=collector_stdout(as_json)
     )
     show = _echo_json if as_json else _echo_text
+    progress = RoundProgressLine(every=progress_every, quiet=quiet)
     with launcher.signals(), writer(out) as led:
         last = projections.run_rounds(
             led,
@@ -167,11 +223,56 @@ def run(
             launcher,
             max_rounds=max_rounds,
             on_round=show,
-            extend_attempts=extend_attempts,
-            allow_unsafe=allow_unsafe,
+            on_progress=progress,
+            **options,
         )
     if last.exit_code:
         sys.exit(last.exit_code)
+
+
+def _dry_run(
+    out: Path,
+    collection: Any,
+    servers: Any,
+    argv: list[str],
+    options: dict[str, Any],
+    *,
+    as_json: bool,
+) -> None:
+    """What the next round would do: the verdict, its plan and its command."""
+    import projections
+    from cli.launch.collector import replace_places
+    from cli.render.progress import working
+    from cli.render.text import verdict_lines
+
+    with working("resuming"), reader(out) as led:
+        found = projections.resume(
+            led, collection, servers, dry_run=True, keep_rows=False, **options
+        )
+        files = projections.next_round_files(led)
+    places = {"plan": files.plan, "output": files.output, "failures": files.failures}
+    would = [replace_places(arg, places) for arg in argv]
+    plan = found.plan
+    counts = {
+        "dispatch": plan.counts.get("dispatch", 0),
+        "rejudge": len(plan.rejudge),
+        "held": len(plan.held),
+    }
+    if as_json:
+        from cli.commands.run import resume_document
+
+        document = resume_document(found, plan_out=None, dry_run=True)
+        echo_json(document | {"round": files.number, "command": would})
+        return
+    for line in verdict_lines(found.verdict):
+        click.echo(line)
+    click.echo(
+        f"round {files.number} would release {counts['dispatch']} to dispatch, "
+        f"{counts['rejudge']} to re-judge, {counts['held']} held"
+    )
+    if counts["dispatch"] + counts["rejudge"]:
+        click.echo(f"and run: {shlex.join(would)}")
+    click.echo("dry run: nothing was written and no collector was started")
 
 
 def _recorded(recorded: Recorded) -> dict[str, Any]:

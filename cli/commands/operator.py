@@ -251,20 +251,43 @@ def extend_attempts(
     _show(result)
 
 
-def _setting(text: str) -> tuple[str, Any]:
+def _setting(text: str, option: str) -> tuple[str, Any]:
     import msgspec
 
     key, sep, raw = text.partition("=")
     if not sep or not key:
-        raise click.BadParameter(f"{text!r} is not KEY=VALUE", param_hint="--set")
+        raise click.BadParameter(f"{text!r} is not KEY=VALUE", param_hint=option)
     try:
         return key, msgspec.json.decode(raw)  # REC-60: JSON, else a string
     except msgspec.DecodeError:
         return key, raw
     except RecursionError:
         raise click.BadParameter(
-            f"the value of {key} nests too deeply", param_hint="--set"
+            f"the value of {key} nests too deeply", param_hint=option
         ) from None
+
+
+def _items(texts: tuple[str, ...], option: str) -> dict[str, list[Any]]:
+    items: dict[str, list[Any]] = {}
+    for text in texts:
+        key, value = _setting(text, option)
+        items.setdefault(key, []).append(value)
+    return items
+
+
+def _dropped(changes: dict[str, Any], wanted: dict[str, Any]) -> dict[str, list[Any]]:
+    """The items ``--set`` takes out of a list setting, by setting (issue 28)."""
+    dropped = {}
+    for key in wanted:
+        change = changes.get(key)
+        if change is None:
+            continue
+        old, new = change.old, change.new
+        if isinstance(old, list) and isinstance(new, list):
+            gone = [item for item in old if item not in new]
+            if gone:
+                dropped[key] = gone
+    return dropped
 
 
 @click.command()
@@ -273,30 +296,54 @@ def _setting(text: str) -> tuple[str, Any]:
     "--set",
     "settings",
     multiple=True,
-    required=True,
     metavar="KEY=VALUE",
-    help="A policy setting; VALUE is JSON, else a string; dotted keys reach "
-    "into mappings.",
+    help="Set a policy setting (a list is replaced whole); VALUE is JSON, else "
+    "a string; dotted keys reach into mappings.",
+)
+@click.option(
+    "--add",
+    "added",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Add VALUE to the list setting KEY (regrade_kinds), keeping the rest.",
+)
+@click.option(
+    "--remove",
+    "removed",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Remove VALUE from the list setting KEY, keeping the rest.",
 )
 @_reason_option
 @dry_run_option
 @json_option
 def policy(
-    out: Path, settings: tuple[str, ...], reason: str, dry_run: bool, as_json: bool
+    out: Path,
+    settings: tuple[str, ...],
+    added: tuple[str, ...],
+    removed: tuple[str, ...],
+    reason: str,
+    dry_run: bool,
+    as_json: bool,
 ) -> None:
     """Change the run's recovery policy (recorded in its log).
 
     The change applies to every outcome on replay. Settings: fault_share,
-    side_overrides.<kind> (evaluation or model; null removes), regrade_kinds,
-    retry_terminal_timeouts, retry_invalid_judge_responses, max_free_attempts.
-    A kind is a registered failure kind or a failure class the run's rows
-    carry (infrastructure_error, for example): one change settles every row
-    of that class. retry_invalid_judge_responses (default false) judges again
-    a saved result whose judge flagged its verdict invalid
-    (invalid_judge_response), instead of keeping its placeholder score.
+    side_overrides.<kind> (evaluation or model; null removes), regrade_kinds
+    (a list: --add and --remove change it item by item; --set replaces it,
+    defaults included, and says which it drops), retry_terminal_timeouts,
+    retry_invalid_judge_responses, max_free_attempts. A kind is a registered
+    failure kind or a failure class the run's rows carry
+    (infrastructure_error, for example): one change settles every row of that
+    class. retry_invalid_judge_responses (default false) judges again a saved
+    result whose judge flagged its verdict invalid (invalid_judge_response),
+    instead of keeping its placeholder score. --dry-run names every rollout
+    the change would move.
 
     \b
     Example:
+      rollout-ledger policy results/rollouts.jsonl \\
+          --add regrade_kinds=infrastructure_error --reason "judge outage" --dry-run
       rollout-ledger policy results/rollouts.jsonl \\
           --set side_overrides.session_lost=model --reason "agent bug 123"
     \f
@@ -306,14 +353,25 @@ def policy(
 
     import projections
 
-    wanted = dict(_setting(text) for text in settings)
+    if not (settings or added or removed):
+        raise click.UsageError("give at least one --set, --add or --remove")
+    wanted = dict(_setting(text, "--set") for text in settings)
+    add, remove = _items(added, "--add"), _items(removed, "--remove")
     with _session(out, dry_run) as led:
         changes, result = projections.set_policy(
-            led, wanted, reason=reason, actor=operator_actor(), dry_run=dry_run
+            led,
+            wanted,
+            add=add,
+            remove=remove,
+            reason=reason,
+            actor=operator_actor(),
+            dry_run=dry_run,
         )
+    dropped = _dropped(changes, wanted)
     if as_json:
         changed = {k: {"old": c.old, "new": c.new} for k, c in changes.items()}
-        echo_json(_document(result, dry_run=dry_run, changes=changed))
+        document = _document(result, dry_run=dry_run, changes=changed)
+        echo_json(document | {"dropped": dropped})
         return
     if not changes:
         click.echo("the policy already has these values; nothing recorded")
@@ -321,4 +379,13 @@ def policy(
     for key, change in sorted(changes.items()):
         old, new = (msgspec.json.encode(v).decode() for v in (change.old, change.new))
         click.echo(f"{'would change ' if dry_run else ''}policy {key}: {old} -> {new}")
+    for key, gone in dropped.items():
+        new_items = [i for i in wanted[key] if i not in changes[key].old]
+        keep = " ".join(f"--add {key}={item}" for item in new_items)
+        click.echo(
+            f"note: --set {key} replaces the whole list, so it drops "
+            f"{', '.join(map(str, gone))}; the plan changes below name every "
+            "rollout that moves"
+            + (f"; to add to the list instead, use {keep}" if keep else "")
+        )
     _show(result)

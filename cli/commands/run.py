@@ -28,7 +28,7 @@ from cli.render.text import plural
 if TYPE_CHECKING:
     from projections import Plan, Resume
 
-__all__ = ["create", "record", "resume"]
+__all__ = ["create", "record", "resume", "resume_document"]
 
 _FILE = option_file
 _INDEX_KEYS = ("_ng_task_index", "_ng_rollout_index")
@@ -200,7 +200,7 @@ def _plan_lines(plan: Plan) -> list[str]:
     ]
 
 
-def _resume_document(
+def resume_document(
     found: Resume, *, plan_out: Path | None, dry_run: bool
 ) -> dict[str, Any]:
     verdict, plan = found.verdict, found.plan
@@ -311,7 +311,7 @@ def resume(
             keep_rows=plan_out is not None,  # rows only go to the plan file
         )
     if as_json:
-        echo_json(_resume_document(found, plan_out=plan_out, dry_run=dry_run))
+        echo_json(resume_document(found, plan_out=plan_out, dry_run=dry_run))
         return
     for line in verdict_lines(found.verdict) + _plan_lines(found.plan):
         click.echo(line)

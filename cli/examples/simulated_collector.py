@@ -78,6 +78,7 @@ import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -274,6 +275,8 @@ def collect(args: argparse.Namespace) -> int:
             if number == args.die_after or chance < args.die_probability:
                 torn = draw("torn", args.seed, len(rows), number) < 500
                 die(files[where], line, torn=torn)
+            if args.row_delay:
+                time.sleep(args.row_delay)  # a model that takes its time
             files[where].write(line)
             files[where].flush()  # a row is out once written, as NeMo Gym's are
             counts[where] += 1
@@ -305,6 +308,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         type=float,
         default=0.0,
         help="SIGKILL itself before each row with this probability.",
+    )
+    parser.add_argument(
+        "--row-delay",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="Wait this long before each row (a slower model).",
     )
     args = parser.parse_args(argv)
     for name in ("plan", "output", "failures"):

@@ -52,6 +52,7 @@ from ledger.run.write_index import Attempt
 from ledger.store.prepared import Prepared, locate
 
 if TYPE_CHECKING:
+    from ledger.rows.facts import RowFacts
     from ledger.run.ledger import Ledger
 
 __all__ = ["current_config_digest", "read_plan_rows", "record_plan_rows"]
@@ -291,6 +292,7 @@ def record_plan_rows(
     source: str = "the rows",
     judge: str | None = None,
     dry_run: bool = False,
+    failures: list[RowFacts] | None = None,
 ) -> dict[str, int]:
     """Reserve (or admit) every row's attempt, then record the rows (CLI-5).
 
@@ -303,7 +305,8 @@ def record_plan_rows(
     omitted); ``judge`` defaults to the run's current configuration digest.
     Returns the number of events appended, by kind, and under
     ``"already_recorded"`` (when any) the rows skipped because their attempt
-    already holds its outcome.
+    already holds its outcome. ``failures``, when given, gets the facts of
+    every failure row recorded (``run``'s progress counts them by side).
 
     Raises:
         RowError: a row fits neither a released attempt nor a released
@@ -332,6 +335,10 @@ def record_plan_rows(
         ends = {f: [e.offset, e.lines] for f, e in recorder.index.ends.items()}
         locate(ops, ends)
     counts = Counter(kind_of(op.event) for op in ops)
+    if failures is not None and not dry_run:
+        failures += [
+            op.event.facts for op in batch.records if isinstance(op.event, FailureSaved)
+        ]
     if batch.skipped:
         counts["already_recorded"] = batch.skipped
     return dict(sorted(counts.items()))

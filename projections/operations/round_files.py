@@ -41,6 +41,9 @@ from ledger import (
     record_plan_rows,
 )
 from ledger.events import RowRefused
+from ledger.policy.model import RecoveryPolicy
+from ledger.rows.facts import RowFacts
+from ledger.rows.policy_rules import kind_side
 
 __all__ = [
     "Recorded",
@@ -49,6 +52,7 @@ __all__ = [
     "RoundRecorder",
     "latest_round",
     "mark_recorded",
+    "next_round_files",
     "recorded_whole",
     "round_numbers",
 ]
@@ -68,8 +72,13 @@ class RoundFiles(msgspec.Struct, frozen=True):
     @classmethod
     def of(cls, ledger: Ledger, number: int) -> RoundFiles:
         """Round ``number``'s files in the run's ledger folder (created)."""
+        (_rounds(ledger) / str(number)).mkdir(parents=True, exist_ok=True)
+        return cls.named(ledger, number)
+
+    @classmethod
+    def named(cls, ledger: Ledger, number: int) -> RoundFiles:
+        """Round ``number``'s files, named only: nothing is created."""
         folder = _rounds(ledger) / str(number)
-        folder.mkdir(parents=True, exist_ok=True)
         return cls(
             number=number,
             plan=str(folder / "plan.jsonl"),
@@ -93,6 +102,11 @@ def round_numbers(ledger: Ledger) -> list[int]:
 def latest_round(ledger: Ledger) -> int:
     """The number of the last round begun (0: none yet)."""
     return max(round_numbers(ledger), default=0)
+
+
+def next_round_files(ledger: Ledger) -> RoundFiles:
+    """The files the next round of ``run`` would use, named only (a dry run)."""
+    return RoundFiles.named(ledger, latest_round(ledger) + 1)
 
 
 #: Beside a round's files once they were read whole with their collector gone:
@@ -144,12 +158,17 @@ class Refusal(msgspec.Struct, frozen=True):
 
 
 class Recorded(msgspec.Struct):
-    """What recording a round's lines did: rows recorded and skipped, refusals."""
+    """What recording a round's lines did: rows recorded and skipped, refusals.
+
+    ``failures`` counts the failure rows recorded by side, in words
+    (``model``, ``infrastructure``, ``unknown``), for ``run``'s progress.
+    """
 
     rows: int = 0
     skipped: int = 0
     events: dict[str, int] = msgspec.field(default_factory=dict)
     refused: list[Refusal] = msgspec.field(default_factory=list)
+    failures: dict[str, int] = msgspec.field(default_factory=dict)
 
     def add(self, other: Recorded) -> None:
         """Count ``other`` in."""
@@ -159,6 +178,18 @@ class Recorded(msgspec.Struct):
             sorted((Counter(self.events) + Counter(other.events)).items())
         )
         self.refused += other.refused
+        if other.failures:
+            self.failures = dict(
+                sorted((Counter(self.failures) + Counter(other.failures)).items())
+            )
+
+
+#: A failure's side in the words ``status`` and the report use.
+_SIDE_WORDS = {"evaluation": "infrastructure", "model": "model", None: "unknown"}
+
+
+def _by_side(facts: list[RowFacts], policy: RecoveryPolicy | None) -> dict[str, int]:
+    return dict(Counter(_SIDE_WORDS[kind_side(f, policy)] for f in facts))
 
 
 class _Released(msgspec.Struct, frozen=True):
@@ -258,9 +289,12 @@ class RoundRecorder:
     collector produced (issue 25).
     """
 
-    def __init__(self, ledger: Ledger, files: RoundFiles) -> None:
+    def __init__(
+        self, ledger: Ledger, files: RoundFiles, policy: RecoveryPolicy | None = None
+    ) -> None:
         self.ledger = ledger
         self.files = files
+        self.policy = policy
         self.released = _Released.read(Path(files.plan))
         self.followed = [
             FollowedFile(Path(files.output)),
@@ -338,7 +372,7 @@ class RoundRecorder:
                 rows.append(row)
                 numbers.append(line.number)
                 raw[line.number] = line.raw
-        done = _record_rows(self.ledger, name, rows, numbers)
+        done = _record_rows(self.ledger, name, rows, numbers, self.policy)
         done.refused = [
             _refusal(r.file, r.line, r.message, raw.get(r.line, b""))
             for r in done.refused
@@ -373,23 +407,37 @@ def _refusal(file: str, line: int, message: str, raw: bytes) -> Refusal:
 
 
 def _record_rows(
-    ledger: Ledger, name: str, rows: list[Any], numbers: list[int]
+    ledger: Ledger,
+    name: str,
+    rows: list[Any],
+    numbers: list[int],
+    policy: RecoveryPolicy | None = None,
 ) -> Recorded:
     """``rows`` recorded; a refused row is reported and the others recorded."""
     recorded = Recorded()
     while rows:
+        failures: list[RowFacts] = []
         try:
-            counts = record_plan_rows(ledger, rows, lines=numbers, source=name)
+            counts = record_plan_rows(
+                ledger, rows, lines=numbers, source=name, failures=failures
+            )
         except RowError as exc:
             if exc.line is None or exc.line not in numbers:
                 raise
             at = numbers.index(exc.line)
-            recorded.add(_record_rows(ledger, name, rows[:at], numbers[:at]))
+            recorded.add(_record_rows(ledger, name, rows[:at], numbers[:at], policy))
             why = str(exc.__cause__ or exc)
             recorded.refused.append(Refusal(name, exc.line, why))
             rows, numbers = rows[at + 1 :], numbers[at + 1 :]
             continue
         skipped = counts.pop("already_recorded", 0)
-        recorded.add(Recorded(rows=len(rows) - skipped, skipped=skipped, events=counts))
+        recorded.add(
+            Recorded(
+                rows=len(rows) - skipped,
+                skipped=skipped,
+                events=counts,
+                failures=_by_side(failures, policy),
+            )
+        )
         break
     return recorded

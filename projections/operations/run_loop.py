@@ -26,12 +26,15 @@ exited (``Collector.wait``), so a worker outliving its leader loses nothing.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
 import msgspec
 
 from ledger import ConfigError, Ledger, RecoveryIncomplete, plural
+from ledger.policy.log import policy_from_json
+from ledger.policy.model import RecoveryPolicy
 from projections.operations.keep import replay_kept
 from projections.operations.plan_file import write_plan_file
 from projections.operations.publishing import publish
@@ -52,6 +55,7 @@ __all__ = [
     "Collector",
     "CollectorExit",
     "Launcher",
+    "RoundProgress",
     "RoundReport",
     "RunCheck",
     "run_rounds",
@@ -61,6 +65,8 @@ __all__ = [
 STALL_ROUNDS = 2
 #: Seconds between two reads of the collector's files.
 POLL_SECONDS = 0.2
+#: ``resume``'s options that record something once: the first round's only.
+_ONCE = frozenset({"approvals", "retry_terminal_timeouts"})
 
 
 class Collector(Protocol):
@@ -124,6 +130,42 @@ class RoundReport(msgspec.Struct):
     why: str | None = None
 
 
+class RoundProgress(msgspec.Struct, frozen=True):
+    """Where a round stands while its collector runs (issue 28: ``run``'s progress).
+
+    ``planned`` counts the attempts and re-judgments the round released,
+    ``recorded`` the rows recorded so far (``refused`` the lines refused),
+    ``failures`` the failure rows among them by side, in words; ``seconds``
+    since the collector started. ``ended``: the collector's group has exited
+    and every line was read.
+    """
+
+    round: int
+    planned: int
+    recorded: int
+    refused: int
+    failures: dict[str, int]
+    seconds: float
+    ended: bool = False
+
+    @property
+    def rate(self) -> float | None:
+        """Rows recorded a second, once there is a second to count over."""
+        return self.recorded / self.seconds if self.seconds >= 1 else None
+
+    @property
+    def seconds_left(self) -> float | None:
+        """At the rate so far, seconds until every planned row is recorded."""
+        rate = self.rate
+        if not rate or self.ended:
+            return None
+        return max(self.planned - self.recorded, 0) / rate
+
+
+#: What ``run`` is told while a round runs (``None``: nothing).
+OnProgress = Callable[[RoundProgress], None]
+
+
 def check_outcome(ledger: Ledger) -> RunCheck:
     """``check`` on the run as recorded now: 0, 75 or 76 (CLI-7)."""
     try:
@@ -183,21 +225,42 @@ def _adopt(ledger: Ledger, launcher: Launcher) -> tuple[int, Recorded | None]:
 
 
 def _collect(
-    launcher: Launcher, recorder: RoundRecorder
+    launcher: Launcher,
+    recorder: RoundRecorder,
+    planned: int,
+    on_progress: OnProgress | None,
 ) -> tuple[CollectorExit, Recorded]:
     recorded = Recorded()
     collector = launcher.start(recorder.files)
+    started = time.monotonic()
+
+    def told(*, ended: bool = False) -> None:
+        if on_progress is not None:
+            on_progress(
+                RoundProgress(
+                    recorder.files.number,
+                    planned,
+                    recorded.rows,
+                    len(recorded.refused),
+                    recorded.failures,
+                    time.monotonic() - started,
+                    ended,
+                )
+            )
+
     stopped = False
     while True:
         code = collector.wait(POLL_SECONDS)
         recorded.add(recorder.record())
         if code is not None:
             break
+        told()
         if launcher.interrupted or collector.timed_out:
             stopped = stopped or launcher.interrupted
             collector.stop()
     recorded.add(recorder.record(final=True))
     mark_recorded(recorder.files)  # its collector's whole group has exited
+    told(ended=True)
     return CollectorExit(code, collector.timed_out, stopped), recorded
 
 
@@ -208,6 +271,7 @@ def _round(
     launcher: Launcher,
     number: int,
     options: dict[str, Any],
+    on_progress: OnProgress | None = None,
 ) -> RoundReport:
     """Round ``number``: release the plan, run the collector, record, check."""
     files = RoundFiles.of(ledger, number)
@@ -221,7 +285,10 @@ def _round(
     }
     ended, recorded = CollectorExit(None), Recorded()
     if (plan.dispatch or plan.rejudge) and not launcher.interrupted:
-        ended, recorded = _collect(launcher, RoundRecorder(ledger, files))
+        policy: RecoveryPolicy = policy_from_json(found.state.policy)
+        recorder = RoundRecorder(ledger, files, policy)
+        planned = counts["dispatch"] + counts["rejudge"]
+        ended, recorded = _collect(launcher, recorder, planned, on_progress)
     check = check_outcome(ledger)
     return RoundReport(number, None, counts, files, ended, recorded, check)
 
@@ -257,12 +324,16 @@ def run_rounds(
     *,
     max_rounds: int | None = None,
     on_round: Callable[[RoundReport], None] | None = None,
+    on_progress: OnProgress | None = None,
     **options: Any,
 ) -> RoundReport:
     """Rounds until complete, nothing retryable, ``max_rounds`` or a stop.
 
-    ``options`` are ``resume``'s (``extend_attempts``, ``allow_unsafe``, ...).
-    Each round's report goes to ``on_round`` as it ends; the last is returned,
+    ``options`` are ``resume``'s (``extend_attempts``, ``allow_unsafe``, ...);
+    what is recorded once (``approvals``, ``retry_terminal_timeouts``) is
+    given to the first round only. Each round's report goes to ``on_round``
+    as it ends, and while its collector runs, where it stands goes to
+    ``on_progress`` at every read of its files; the last report is returned,
     its ``stop`` and ``exit_code`` set (also when no round was needed).
     """
     if ledger.folder is None:
@@ -280,7 +351,10 @@ def run_rounds(
     idle_reports: list[RoundReport] = []
     while why is None:
         number, rounds = number + 1, rounds + 1
-        report = _round(ledger, config, global_config, launcher, number, options)
+        report = _round(
+            ledger, config, global_config, launcher, number, options, on_progress
+        )
+        options = {k: v for k, v in options.items() if k not in _ONCE}
         report.adopted, adopted = adopted, None
         idle = 0 if report.recorded.rows else idle + 1
         idle_reports = [*idle_reports, report] if idle else []

@@ -7,10 +7,10 @@ Each builds its event from the replayed state and appends it through
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ledger import MAX_ATTEMPTS, CorruptLedger, Ledger, bounded
+from ledger import MAX_ATTEMPTS, ConfigError, CorruptLedger, Ledger, bounded
 from ledger.events import (
     AttemptsExtended,
     Event,
@@ -74,18 +74,65 @@ def set_policy(
     reason: str,
     actor: str,
     dry_run: bool = False,
+    add: Mapping[str, Sequence[Any]] | None = None,
+    remove: Mapping[str, Sequence[Any]] | None = None,
 ) -> tuple[dict[str, PolicyChange], OperatorResult]:
     """REC-60: record the settings that change the policy in force, if any.
 
     REC-80: a kind the change names is registered or a failure class of one
-    of the run's rows.
+    of the run's rows. ``add`` and ``remove`` change a list setting
+    (``regrade_kinds``) by its items, the others kept (issue 28: ``--set``
+    replaces the whole list, defaults included).
     """
     state = replay_kept(ledger)
     policy = policy_from_json(state.policy)
-    changes = policy_changes(policy, settings, classes=failure_classes(state))
+    wanted = dict(settings) | list_changes(
+        policy.to_json_dict(), settings, add or {}, remove or {}
+    )
+    changes = policy_changes(policy, wanted, classes=failure_classes(state))
     bodies: list[Event] = (
         [PolicyChanged(changes=changes, reason=reason)] if changes else []
     )
     return changes, append_operator_events(
         ledger, state, bodies, actor=actor, dry_run=dry_run
     )
+
+
+def list_changes(
+    current: Mapping[str, Any],
+    settings: Mapping[str, Any],
+    add: Mapping[str, Sequence[Any]],
+    remove: Mapping[str, Sequence[Any]],
+) -> dict[str, list[Any]]:
+    """The list settings ``add`` and ``remove`` make, from ``current`` policy values.
+
+    An item already there is not added twice; removing an item the list does
+    not hold, or naming a setting that is not a list, is refused
+    (``ConfigError``, naming the setting and what it holds).
+    """
+    made: dict[str, list[Any]] = {}
+    for key in sorted(set(add) | set(remove)):
+        if key in settings:
+            raise ConfigError(
+                f"{key} is both set and added to or removed from; give one", key=key
+            )
+        held = current.get(key)
+        if not isinstance(held, list | tuple):
+            lists = ", ".join(k for k, v in current.items() if isinstance(v, list))
+            raise ConfigError(
+                f"{key} is not a list setting, so nothing is added to or removed "
+                f"from it (the list settings: {lists}); set it with --set {key}=VALUE",
+                key=key,
+            )
+        items = list(held)
+        for item in remove.get(key, ()):
+            if item not in items:
+                raise ConfigError(
+                    f"{key} does not hold {item!s}, so it cannot be removed "
+                    f"(it holds {', '.join(map(str, items)) or 'nothing'})",
+                    key=key,
+                )
+            items.remove(item)
+        items += [item for item in add.get(key, ()) if item not in items]
+        made[key] = items
+    return made
