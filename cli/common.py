@@ -36,6 +36,7 @@ __all__ = [
     "json_option",
     "load_config",
     "load_global_config",
+    "note_driving",
     "operator_actor",
     "option_file",
     "out_argument",
@@ -199,6 +200,25 @@ def config_options(func: F) -> F:
         type=option_file,
         help=CONFIG_HELP,
     )(func)
+
+
+def note_driving(
+    out: Path | str,
+    config: Path | None,
+    global_configs: tuple[Path, ...] = (),
+    collector: list[str] | None = None,
+) -> None:
+    """Note how the run at ``out`` is driven, for the hints (a file run only)."""
+    if isinstance(out, Path):
+        from ledger import RunPaths
+        from projections import note_commands
+
+        note_commands(
+            RunPaths.of(out),
+            config=config,
+            global_configs=global_configs,
+            collector=collector,
+        )
 
 
 # -- opening a run -----------------------------------------------------------------

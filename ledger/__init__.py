@@ -72,6 +72,7 @@ from ledger.identity.drift import Drift, classify_key, diff_keys, drift
 from ledger.identity.manifest import RunManifest
 from ledger.identity.placement import misplaced_in_collection, misplaced_in_servers
 from ledger.identity.secrets.literal import credential_paths
+from ledger.identity.secrets.patterns import credential_named
 from ledger.identity.secrets.redact import credential_safe, redact_secrets
 from ledger.identity.servers import server_blocks
 from ledger.outputs import check_outputs
@@ -174,6 +175,7 @@ __all__ = [
     "copy_into_store",
     "copy_to_files",
     "creation_policy",
+    "credential_named",
     "credential_paths",
     "credential_safe",
     "derived_rollout_id",

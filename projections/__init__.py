@@ -60,6 +60,7 @@ if TYPE_CHECKING:
         Expanded,
         expand_dataset,
     )
+    from projections.operations.driving import note_commands
     from projections.operations.importing import (
         ImportResult,
         StoreImport,
@@ -105,6 +106,7 @@ if TYPE_CHECKING:
     from projections.views.audit_trail import History, HistoryEntry, history
     from projections.views.checks import Finding, Verification, verify, verify_run
     from projections.views.export import AuditExport, audit_export
+    from projections.views.next_steps import HeldChoices, NextSteps, held_choices
     from projections.views.results import (
         ChangedRow,
         ResultRows,
@@ -147,6 +149,7 @@ __all__ = [
     "Expanded",
     "Finding",
     "GateVerdict",
+    "HeldChoices",
     "HeldItem",
     "History",
     "HistoryEntry",
@@ -154,6 +157,7 @@ __all__ = [
     "KeyDiff",
     "Launcher",
     "MeasuredRows",
+    "NextSteps",
     "OperatorResult",
     "PassAtK",
     "Plan",
@@ -204,12 +208,14 @@ __all__ = [
     "find_runs",
     "gate",
     "held_attempts",
+    "held_choices",
     "history",
     "import_into_store",
     "import_run",
     "measured_rows",
     "metrics_lines",
     "next_round_files",
+    "note_commands",
     "publish",
     "query_rollouts",
     "record_outcomes",
@@ -237,6 +243,10 @@ __all__ = [
 #: (P-4, P-6): a resume loads the modules it runs, not the report's, the
 #: history's or the importer's.
 _LAZY = {
+    "note_commands": "projections.operations.driving",
+    "held_choices": "projections.views.next_steps",
+    "NextSteps": "projections.views.next_steps",
+    "HeldChoices": "projections.views.next_steps",
     "Comparison": "projections.browse.comparison",
     "compare_runs": "projections.browse.comparison",
     "RunCard": "projections.browse.runs",

@@ -135,10 +135,24 @@ def import_(
             clock=run_clock(),
             progress=progress,
         )
+    # An imported run's first round needs --allow-unsafe (nothing to compare).
+    steps = projections.NextSteps(
+        str(out), projections.NextSteps.at(out).noted, unsafe_first_round=True
+    )
+    retryable = any(result.coverage.decisions.get(v) for v in _RETRYABLE)
+    next_command = steps.run() if retryable and not dry_run else None
     if as_json:
-        echo_json(_document(result))
+        echo_json(_document(result) | {"next": next_command})
     else:
         click.echo(_text(result))
+        if next_command is not None:
+            click.echo(
+                f"next: {next_command} (the first round of an imported run needs "
+                "--allow-unsafe: the run has no configuration to compare yours with)"
+            )
+
+
+_RETRYABLE = ("pending", "retry", "rejudge")
 
 
 def _store_text(loaded: StoreImport) -> str:

@@ -14,6 +14,7 @@ from cli.common import (
     echo_json,
     load_config,
     load_global_config,
+    note_driving,
     option_file,
     out_argument,
     reader,
@@ -216,6 +217,7 @@ def run(
     show = _echo_json if as_json else _echo_text
     progress = RoundProgressLine(every=progress_every, quiet=quiet)
     with launcher.signals(), writer(out) as led:
+        note_driving(out, config, global_configs, argv)
         last = projections.run_rounds(
             led,
             collection,

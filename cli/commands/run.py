@@ -15,6 +15,7 @@ from cli.common import (
     json_option,
     load_config,
     load_global_config,
+    note_driving,
     option_file,
     out_argument,
     output_option,
@@ -171,8 +172,9 @@ def create(
             path=exc.path,
             line=exc.line,
         ) from None
-    servers_args = "".join(f" --global-config {path}" for path in global_configs)
-    next_command = f"rollout-ledger resume {out} --config {config}{servers_args}"
+    if not dry_run:
+        note_driving(out, config, global_configs)
+    next_command = projections.NextSteps.at(out).run()
     if as_json:
         echo_json(
             msgspec.to_builtins(created) | {"out": str(out), "next": next_command}
@@ -310,6 +312,8 @@ def resume(
             dry_run=dry_run,
             keep_rows=plan_out is not None,  # rows only go to the plan file
         )
+    if not dry_run:
+        note_driving(out, config, global_configs)
     if as_json:
         echo_json(resume_document(found, plan_out=plan_out, dry_run=dry_run))
         return

@@ -26,9 +26,10 @@ from cli.render.figures import (
     metrics_text,
 )
 from cli.render.progress import working
+from cli.render.text import plural
 
 if TYPE_CHECKING:
-    from projections import RunStatus
+    from projections import HeldChoices, RunStatus
 
 __all__ = ["check", "history", "status"]
 
@@ -42,6 +43,56 @@ def _held(status: RunStatus) -> list[dict[str, Any]]:
         | {f: getattr(h.decision, f) for f in fields}
         for h in status.held
     ]
+
+
+def choices_document(choices: HeldChoices) -> dict[str, Any]:
+    """The held rollouts' two choices, for ``status --json`` (issue 28)."""
+    return {
+        "held_choices": {
+            "sample_again": [
+                {"task": h.task, "rollout": h.rollout, "command": h.sample_again}
+                for h in choices.rollouts
+            ],
+            "grade_saved": [
+                {"kind": g.kind, "rollouts": g.rollouts, "command": g.command}
+                for g in choices.grade_saved
+            ],
+            "approve_all": choices.approve_all if choices.rollouts else None,
+        }
+    }
+
+
+def held_lines(found: RunStatus, choices: HeldChoices) -> list[str]:
+    """Each held rollout with the command that samples it again, then the
+    other choice for those that kept an answer (grade it), then all at once."""
+    from cli.render.text import decision_line
+
+    if not found.held:
+        return []
+    lines = [f"held ({len(found.held)}), each with the command that runs it again:"]
+    for h, choice in zip(found.held, choices.rollouts, strict=True):
+        lines.append(
+            "  " + decision_line(h.task, h.rollout, h.decision, state=found.state)
+        )
+        lines.append(f"    {choice.sample_again}")
+    if choices.grade_saved:
+        kept = choices.kept_answers
+        lines.append(
+            f"{kept} of them kept an answer, so there are two choices: run again "
+            "(the commands above; the saved answer is discarded), or grade the "
+            "saved answer with the judge, by failure kind (the dry run names each "
+            "rollout that moves from held to re-judged; without --dry-run the next "
+            "round grades them):"
+        )
+        lines += [
+            f"  {g.kind} ({plural(g.rollouts, 'rollout')}): {g.command}"
+            for g in choices.grade_saved
+        ]
+    lines.append(
+        "every held rollout at once (run again; the dry run lists them, without "
+        f"--dry-run it records the approvals): {choices.approve_all}"
+    )
+    return lines
 
 
 def status_document(
@@ -114,7 +165,7 @@ def status(
     Rules: CLI-6, REC-41.
     """
     import projections
-    from cli.render.text import coverage_lines, decision_line, run_lines
+    from cli.render.text import coverage_lines, run_lines
 
     if dry_run and not publish:
         raise click.UsageError("--dry-run previews --publish; give both")
@@ -127,22 +178,31 @@ def status(
             count_failure_classes_as_zero=failures_as_zero,
             count_missing_rollouts_as_zero=missing_as_zero,
         )
+        choices = projections.held_choices(
+            projections.NextSteps.of(led, found.state),
+            (
+                (
+                    h.task,
+                    h.rollout,
+                    h.decision.attempt,
+                    h.decision.reason,
+                    h.decision.kind,
+                )
+                for h in found.held
+            ),
+        )
     for row in found.changed:  # R-7: on stderr, --json too
         click.echo(
             f"rollout-ledger: warning: {row}; run `rollout-ledger verify`", err=True
         )
     document = status_document(found, publish=publish, dry_run=dry_run, metrics=as_json)
     if as_json:
-        echo_json(document)
+        echo_json(document | choices_document(choices))
         return
-    held, repairs = document["held"], document["pending_repairs"]
+    repairs = document["pending_repairs"]
     lines = metrics_text(found)
     lines += run_lines(document["run"]) + coverage_lines(document["coverage"])
-    lines += [f"held ({len(held)}):"] if held else []
-    lines += [
-        "  " + decision_line(h.task, h.rollout, h.decision, state=found.state)
-        for h in found.held
-    ]
+    lines += held_lines(found, choices)
     lines += [f"pending repairs ({len(repairs)}):"] if repairs else []
     lines += [f"  {r['file']} line {r['line']}: {r['what']}" for r in repairs]
     lines += [f"waiting to be adopted: {found.adopt}"] if found.adopt else []

@@ -19,6 +19,7 @@ from ledger import Ledger, redact_secrets
 from projections.decisions.rules import Decision
 from projections.fold.locations import raw_location
 from projections.fold.state import RunState
+from projections.views.next_steps import NextSteps, held_choices
 from projections.words.describe import describe_rollout
 
 __all__ = [
@@ -75,6 +76,8 @@ class RolloutDetail(msgspec.Struct, frozen=True, kw_only=True):
     reward: float | None
     messages: list[tuple[str, Text]]
     attempts: list[Attempted]
+    #: A held rollout's choices, each in words with its command (issue 28).
+    choices: list[tuple[str, str]] = []
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for the API (``docs/json.md``)."""
@@ -234,7 +237,40 @@ def rollout_detail(
         reward=decision.score,
         messages=_messages(given if isinstance(given, Mapping) else {}),
         attempts=attempts,
+        choices=_choices(ledger, state, decision, task, rollout),
     )
+
+
+def _choices(
+    ledger: Ledger, state: RunState, decision: Decision, task: int, rollout: int
+) -> list[tuple[str, str]]:
+    """A held rollout's choices: run it again, or grade the answer it kept."""
+    if decision.value != "held":
+        return []
+    steps = NextSteps.of(ledger, state)
+    key = (task, rollout, decision.attempt, decision.reason, decision.kind)
+    choices = held_choices(steps, [key])
+    held = choices.rollouts[0]
+    found = []
+    if held.kept_answer:
+        found.append(
+            (
+                "Run it again (a new attempt; the saved answer is discarded)",
+                held.sample_again,
+            )
+        )
+        found += [
+            (
+                f"Or grade the saved answer: every held rollout of kind {g.kind} "
+                f"({g.rollouts} here) is graded by the judge next round; the dry "
+                "run names each one that moves",
+                g.command,
+            )
+            for g in choices.grade_saved
+        ]
+    else:
+        found.append(("Run it again (a new attempt)", held.sample_again))
+    return found
 
 
 def failure_messages(ledger: Ledger, state: RunState) -> dict[tuple[int, int], str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -234,18 +234,29 @@ def coverage(state: RunState, decisions: Decisions | None = None) -> Coverage:
     )
 
 
+#: What ``check`` says to run, where the run's own commands are not known.
 _HELP = {
-    "pending": "rollout-ledger resume",
-    "retry": "rollout-ledger resume",
-    "rejudge": "rollout-ledger resume",
-    "held": "rollout-ledger approve",
-    "exhausted": "rollout-ledger extend-attempts",
-    "terminal": "rollout-ledger history",
+    "pending": "rollout-ledger run OUT --config <collection.yaml> -- <collector>",
+    "retry": "rollout-ledger run OUT --config <collection.yaml> -- <collector>",
+    "rejudge": "rollout-ledger run OUT --config <collection.yaml> -- <collector>",
+    "held": "rollout-ledger status OUT",
+    "exhausted": 'rollout-ledger extend-attempts OUT 1 --reason "<why>"',
+    "terminal": "rollout-ledger history OUT",
 }
 
 
-def check_complete(state: RunState, decisions: Decisions | None = None) -> None:
-    """REC-40: raise ``RecoveryIncomplete`` unless all are complete or omitted."""
+def check_complete(
+    state: RunState,
+    decisions: Decisions | None = None,
+    *,
+    steps: Callable[[Iterable[str], tuple[int, int] | None], list[str]] | None = None,
+) -> None:
+    """REC-40: raise ``RecoveryIncomplete`` unless all are complete or omitted.
+
+    ``steps`` gives the commands to run next for the unfinished decisions,
+    whole (``NextSteps.for_unfinished``, issue 28); without it the message
+    names them with ``OUT`` and placeholders.
+    """
     decisions = decide_all(state) if decisions is None else _kept(decisions)
     unfinished = Counter(
         d.value for d in decisions.values() if d.value not in ("complete", "omitted")
@@ -258,7 +269,13 @@ def check_complete(state: RunState, decisions: Decisions | None = None) -> None:
         return
     retryable = any(unfinished[v] for v in ("pending", "retry", "rejudge"))
     parts = ", ".join(f"{n} {value}" for value, n in sorted(unfinished.items()))
-    helps = sorted({_HELP[value] for value in unfinished})
+    if steps is None:
+        helps = list(dict.fromkeys(_HELP[v] for v in sorted(unfinished)))
+    else:
+        terminal = next(
+            (k for k, d in decisions.items() if d.value == "terminal"), None
+        )
+        helps = steps(unfinished, terminal)
     left = sum(unfinished.values())
     raise RecoveryIncomplete(
         f"the saved results are valid, but {left} of "

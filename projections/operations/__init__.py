@@ -18,6 +18,7 @@ __all__ = [
     "expand_dataset",
     "import_run",
     "next_round_files",
+    "note_commands",
     "publish",
     "record_outcomes",
     "replan",
@@ -32,6 +33,7 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
+        "note_commands": "projections.operations.driving",
         "Approval": "projections.operations.operator",
         "CreatedRun": "projections.operations.create",
         "ImportResult": "projections.operations.importing",

@@ -44,6 +44,7 @@ from projections.report.charts import (
 )
 from projections.report.content import PREVIEW, read_content
 from projections.report.trail import Trails
+from projections.views.next_steps import NextSteps, held_choices
 from projections.words.describe import GLOSSARY, describe_decision, describe_kind
 
 __all__ = ["GRID_LIMIT", "TRAIL_LIMIT", "report_context"]
@@ -64,60 +65,50 @@ def _command(*words: str) -> str:
 
 
 def _next_steps(
-    out: str, counts: Mapping[str, int], state: RunState, first_terminal: Any
+    steps: NextSteps, counts: Mapping[str, int], first_terminal: Any
 ) -> list[dict[str, Any]]:
     """Each kind of unfinished work, its count and the command that moves it."""
-    steps = []
+    found = []
     resumable = sum(counts.get(v, 0) for v in ("pending", "retry", "rejudge"))
     if resumable:
-        steps.append(
+        found.append(
             {
                 "count": resumable,
                 "what": "can run again now (waiting, to retry or to judge again)",
-                "command": _command(
-                    "rollout-ledger", "resume", out, "--config", "<collection.yaml>"
-                ),
+                "command": steps.run(),
             }
         )
     if counts.get("held"):
-        steps.append(
+        found.append(
             {
                 "count": counts["held"],
-                "what": "are held until a person approves a rerun",
-                "command": _command(
-                    "rollout-ledger", "approve", out, "--all-held", "--reason",
-                    "<why>", "--dry-run",
-                ),
+                "what": "are held until a person decides: run again, or grade a "
+                "saved answer (see Held rollouts)",
+                "command": steps.approve_all(),
             }
-        )  # fmt: skip
+        )
     if counts.get("exhausted"):
-        steps.append(
+        found.append(
             {
                 "count": counts["exhausted"],
                 "what": "used every attempt allowed",
-                "command": _command(
-                    "rollout-ledger", "extend-attempts", out,
-                    str(state.extension + 1), "--reason", "<why>",
-                ),
+                "command": steps.extend(),
             }
-        )  # fmt: skip
+        )
     if counts.get("terminal"):
-        task, rollout = first_terminal
-        steps.append(
+        task, rollout = first_terminal if first_terminal else (None, None)
+        found.append(
             {
                 "count": counts["terminal"],
                 "what": "failed in a way a retry cannot fix; read why",
-                "command": _command(
-                    "rollout-ledger", "history", out, "--task", str(task),
-                    "--rollout", str(rollout),
-                ),
+                "command": steps.history(task, rollout),
             }
-        )  # fmt: skip
-    return steps
+        )
+    return found
 
 
 def _headline(
-    out: str, cover: Coverage, decisions: Decisions, state: RunState
+    steps: NextSteps, cover: Coverage, decisions: Decisions
 ) -> dict[str, Any]:
     counts = cover.decisions
     done = counts.get("complete", 0)
@@ -132,7 +123,7 @@ def _headline(
         "omitted": counts.get("omitted", 0),
         "percent": f"{100 * done / expected:.1f}" if expected else "0.0",
         "remaining": remaining,
-        "steps": _next_steps(out, counts, state, first_terminal),
+        "steps": _next_steps(steps, counts, first_terminal),
     }
 
 
@@ -225,28 +216,35 @@ def _grid(
     return grid, set(listed)
 
 
-def _held(out: str, decisions: Decisions, cap: int) -> list[dict[str, Any]]:
-    held = []
+def _held(steps: NextSteps, decisions: Decisions, cap: int) -> dict[str, Any]:
+    """The held rollouts (the first ``TRAIL_LIMIT``) and both choices for them."""
+    held: list[dict[str, Any]] = []
+    keys = []
     for (task, rollout), d in decisions.items():
         if d.value != "held":
             continue
-        held.append(
-            {
-                "task": task,
-                "rollout": rollout,
-                "attempt": d.attempt,
-                "reason": GLOSSARY.get(d.reason, d.reason),
-                "words": describe_decision(d, cap=cap),
-                "command": _command(
-                    "rollout-ledger", "approve", out, "--task", str(task),
-                    "--rollout", str(rollout), "--attempt", str(d.attempt),
-                    "--reason", "<why>",
-                ),
-            }
-        )  # fmt: skip
-        if len(held) >= TRAIL_LIMIT:
-            break
-    return held
+        keys.append((task, rollout, d.attempt, d.reason, d.kind))
+        if len(held) < TRAIL_LIMIT:
+            held.append(
+                {
+                    "task": task,
+                    "rollout": rollout,
+                    "attempt": d.attempt,
+                    "reason": GLOSSARY.get(d.reason, d.reason),
+                    "words": describe_decision(d, cap=cap),
+                    "command": steps.approve(task, rollout, d.attempt),
+                }
+            )
+    choices = held_choices(steps, keys)
+    return {
+        "listed": held,
+        "kept_answers": choices.kept_answers,
+        "grade_saved": [
+            {"kind": g.kind, "rollouts": g.rollouts, "command": g.command}
+            for g in choices.grade_saved
+        ],
+        "approve_all": choices.approve_all,
+    }
 
 
 def _verdict(verification: Any | None, state: RunState) -> dict[str, Any]:
@@ -309,6 +307,7 @@ def report_context(
     """
     cover = coverage(state, dict(decisions))
     cap = state.cap
+    steps = NextSteps(out) if ledger is None else NextSteps.of(ledger, state)
     grid, with_trail = _grid(state, decisions, cap)
     policy = _policy(state)
     trails = Trails(state, decisions, with_trail, policy=policy)
@@ -324,7 +323,7 @@ def report_context(
         "evaluated": header,
         "out": out,
         "as_of_seq": state.as_of_seq,
-        "headline": _headline(out, cover, decisions, state),
+        "headline": _headline(steps, cover, decisions),
         "coverage": _coverage_rows(cover),
         "coverage_svg": coverage_svg(cover.decisions),
         "metrics": metrics,
@@ -350,7 +349,7 @@ def report_context(
             },
             "svg": failures_svg(trails.times),
         },
-        "held": _held(out, decisions, cap),
+        "held": _held(steps, decisions, cap),
         "held_total": cover.decisions.get("held", 0),
         "changes": trails.changes,
         "refused_more": trails.refused_more,

@@ -27,6 +27,7 @@ from projections.figures.metrics import RewardMetrics, metrics_of
 from projections.fold.left import AtHead, load_open
 from projections.fold.reading import replay
 from projections.fold.state import RunState
+from projections.views.next_steps import NextSteps
 from projections.views.refused import refused_note
 from projections.views.results import ChangedRow, changed_rows
 
@@ -222,8 +223,9 @@ def check_run(ledger: Ledger) -> Coverage:
     """
     state = _left(ledger) or replay(ledger)
     decisions = decide_all(state)
+    steps = NextSteps.of(ledger, state)
     try:
-        check_complete(state, decisions)
+        check_complete(state, decisions, steps=steps.for_unfinished)
     except RecoveryIncomplete as exc:
         note = adopt_note(ledger)
         if note is not None:
