@@ -235,10 +235,14 @@ def coverage(state: RunState, decisions: Decisions | None = None) -> Coverage:
 
 
 #: What ``check`` says to run, where the run's own commands are not known.
+_RUN = (
+    "rollout-ledger run OUT --config <collection.yaml> --global-config "
+    "<servers.yaml> -- <your collector command, with {plan} and {output}>"
+)
 _HELP = {
-    "pending": "rollout-ledger run OUT --config <collection.yaml> -- <collector>",
-    "retry": "rollout-ledger run OUT --config <collection.yaml> -- <collector>",
-    "rejudge": "rollout-ledger run OUT --config <collection.yaml> -- <collector>",
+    "pending": _RUN,
+    "retry": _RUN,
+    "rejudge": _RUN,
     "held": "rollout-ledger status OUT",
     "exhausted": 'rollout-ledger extend-attempts OUT 1 --reason "<why>"',
     "terminal": "rollout-ledger history OUT",

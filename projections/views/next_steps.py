@@ -43,6 +43,7 @@ REASON_PLACEHOLDER = '"<why>"'
 #: The collector's command, where ``run`` was never given one here.
 COLLECTOR_PLACEHOLDER = "<your collector command, with {plan} and {output}>"
 CONFIG_PLACEHOLDER = "<collection.yaml>"
+SERVERS_PLACEHOLDER = "<servers.yaml>"
 
 
 class NotedCommands(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -119,11 +120,14 @@ class NextSteps:
     def configs(self) -> str:
         """``--config C --global-config G ...`` as ``run`` was last given them."""
         noted = self.noted
-        config = CONFIG_PLACEHOLDER if noted.config is None else _shown(noted.config)
-        words = ["--config", config]
+        if noted.config is None:
+            return (
+                f"--config {CONFIG_PLACEHOLDER} --global-config {SERVERS_PLACEHOLDER}"
+            )
+        words = ["--config", _shown(noted.config)]
         for path in noted.global_configs:
             words += ["--global-config", _shown(path)]
-        return " ".join(w if w == CONFIG_PLACEHOLDER else shlex.quote(w) for w in words)
+        return _quoted(words)
 
     def collector(self) -> str:
         """The collector's command as ``run`` was last given it, else a placeholder."""
