@@ -16,6 +16,7 @@ through ``AsyncRecorder`` with 256 concurrent tasks.
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 import time
@@ -24,12 +25,13 @@ import msgspec
 
 from bench.context import Context, Measured
 from bench.recorder_rate import create_p7_run, p7_ours, p7_rows
+from cli.render.progress import RoundProgressLine
 from ledger import Ledger, RunLock, derived_rollout_id
 from ledger.events import AttemptsReleased
-from projections.operations.round_files import RoundFiles, RoundRecorder
-from projections.operations.run_loop import POLL_SECONDS
+from projections.operations.round_files import Recorded, RoundFiles, RoundRecorder
+from projections.operations.run_loop import POLL_SECONDS, RoundProgress
 
-__all__ = ["run_baseline", "run_ours"]
+__all__ = ["run_baseline", "run_ours", "run_progress"]
 
 _APPENDER = r"""
 import sys, time
@@ -49,8 +51,13 @@ def _key(row: dict[str, object]) -> tuple[int, int]:
     return task, rollout
 
 
-def run_ours(ctx: Context) -> Measured:
-    """Events per second recorded while a collector appends its rows."""
+def _follow(ctx: Context, *, progress: bool) -> Measured:
+    """Events per second recorded while a collector appends its rows.
+
+    ``progress``: as ``run`` does on a terminal (issue 28), failures counted
+    by side and a ``RoundProgress`` drawn after every read, to a terminal
+    line redrawn twice a second (written to memory here).
+    """
     rows = p7_rows(ctx)
     out = create_p7_run(ctx.scratch, rows)
     for row in rows:
@@ -61,27 +68,60 @@ def run_ours(ctx: Context) -> Measured:
     source = ctx.scratch / "collector_rows.jsonl"
     source.write_bytes(b"".join(encoded))
     keys = tuple((r["_ng_task_index"], r["_ng_rollout_index"], 0) for r in rows)
+    line = RoundProgressLine(stream=_Terminal())
     with RunLock(out) as lock, Ledger.open(out, lock=lock) as led:
         led.append(AttemptsReleased(dispatch=keys))
         files = RoundFiles.of(led, 1)
         with open(files.plan, "wb") as plan:
             plan.writelines(encoded)
-        recorder = RoundRecorder(led, files)
+        recorder = RoundRecorder(led, files, sides=progress)
         first = led.head()[0]
         started = time.perf_counter()
         command = [sys.executable, "-c", _APPENDER, str(source), files.output]
+        recorded = Recorded()
         with subprocess.Popen(command) as appender:
             polls = 0
             while appender.poll() is None:
                 polls += 1
-                if not recorder.record().rows:  # caught up: wait as `run` does
+                found = recorder.record()
+                recorded.add(found)
+                if progress:
+                    line(_where(recorded, len(rows), started))
+                if not found.rows:  # caught up: wait as `run` does
                     time.sleep(POLL_SECONDS)
-        recorded = recorder.record(final=True)
+        recorded.add(recorder.record(final=True))
         elapsed = time.perf_counter() - started
         events = led.head()[0] - first
     assert not recorded.refused, recorded.refused[:3]
+    assert recorded.rows == len(rows), (recorded.rows, len(rows))
     detail = f"{events} events from {len(rows)} rows, {polls} reads while it appended"
+    if progress:
+        detail += f", {line.lines} progress lines drawn"
     return Measured(events / elapsed, detail)
+
+
+class _Terminal(io.StringIO):
+    """A terminal that keeps what is drawn in memory."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def _where(recorded: Recorded, planned: int, started: float) -> RoundProgress:
+    seconds = time.perf_counter() - started
+    return RoundProgress(
+        1, planned, recorded.rows, len(recorded.refused), recorded.failures, seconds
+    )
+
+
+def run_ours(ctx: Context) -> Measured:
+    """Events per second recorded while a collector appends its rows."""
+    return _follow(ctx, progress=False)
+
+
+def run_progress(ctx: Context) -> Measured:
+    """The same, with ``run``'s progress on (issue 28)."""
+    return _follow(ctx, progress=True)
 
 
 def run_baseline(ctx: Context) -> Measured:

@@ -290,11 +290,17 @@ class RoundRecorder:
     """
 
     def __init__(
-        self, ledger: Ledger, files: RoundFiles, policy: RecoveryPolicy | None = None
+        self,
+        ledger: Ledger,
+        files: RoundFiles,
+        policy: RecoveryPolicy | None = None,
+        *,
+        sides: bool = False,
     ) -> None:
         self.ledger = ledger
         self.files = files
         self.policy = policy
+        self.sides = sides  # count failures by side (``run``'s progress)
         self.released = _Released.read(Path(files.plan))
         self.followed = [
             FollowedFile(Path(files.output)),
@@ -372,7 +378,8 @@ class RoundRecorder:
                 rows.append(row)
                 numbers.append(line.number)
                 raw[line.number] = line.raw
-        done = _record_rows(self.ledger, name, rows, numbers, self.policy)
+        policy = self.policy if self.sides else _NO_SIDES
+        done = _record_rows(self.ledger, name, rows, numbers, policy)
         done.refused = [
             _refusal(r.file, r.line, r.message, raw.get(r.line, b""))
             for r in done.refused
@@ -406,17 +413,24 @@ def _refusal(file: str, line: int, message: str, raw: bytes) -> Refusal:
     return Refusal(file, line, message, len(raw), digest)
 
 
+#: ``_record_rows``'s policy when failures are not counted by side.
+_NO_SIDES: Any = object()
+
+
 def _record_rows(
     ledger: Ledger,
     name: str,
     rows: list[Any],
     numbers: list[int],
-    policy: RecoveryPolicy | None = None,
+    policy: RecoveryPolicy | None = _NO_SIDES,
 ) -> Recorded:
-    """``rows`` recorded; a refused row is reported and the others recorded."""
+    """``rows`` recorded; a refused row is reported and the others recorded.
+
+    ``policy`` classifies the failures recorded by side (left out: none).
+    """
     recorded = Recorded()
     while rows:
-        failures: list[RowFacts] = []
+        failures: list[RowFacts] | None = None if policy is _NO_SIDES else []
         try:
             counts = record_plan_rows(
                 ledger, rows, lines=numbers, source=name, failures=failures
@@ -436,7 +450,7 @@ def _record_rows(
                 rows=len(rows) - skipped,
                 skipped=skipped,
                 events=counts,
-                failures=_by_side(failures, policy),
+                failures={} if failures is None else _by_side(failures, policy),
             )
         )
         break

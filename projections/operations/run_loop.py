@@ -286,7 +286,7 @@ def _round(
     ended, recorded = CollectorExit(None), Recorded()
     if (plan.dispatch or plan.rejudge) and not launcher.interrupted:
         policy: RecoveryPolicy = policy_from_json(found.state.policy)
-        recorder = RoundRecorder(ledger, files, policy)
+        recorder = RoundRecorder(ledger, files, policy, sides=on_progress is not None)
         planned = counts["dispatch"] + counts["rejudge"]
         ended, recorded = _collect(launcher, recorder, planned, on_progress)
     check = check_outcome(ledger)
