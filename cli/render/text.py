@@ -124,7 +124,7 @@ def coverage_lines(cover: Mapping[str, Any]) -> list[str]:
 
     lines = [
         f"where the {plural(cover['expected'], 'rollout')} stand (after event "
-        f"{cover['as_of_seq']}; docs/glossary.md explains each word):"
+        f"{cover['as_of_seq']}; `rollout-ledger explain` says what each word means):"
     ]
     none = []
     for value, count in cover["decisions"].items():
