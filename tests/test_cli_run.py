@@ -47,8 +47,9 @@ def test_cli_2_create_writes_the_run_and_prints_it(tmp_path: Path) -> None:
     assert result.stdout == (
         "created run db5b5fab8f4d4e279da1494c73cf256d: 6 rollouts of 3 tasks, cap 3, "
         "config b5a4234d9101, journal wal\n"
-        f"next: rollout-ledger resume {run.out} --config {run.config} "
-        f"--global-config {run.servers}\n"
+        f"next: rollout-ledger run {run.out} --config {run.config} "
+        f"--global-config {run.servers} -- <your collector command, with {{plan}} "
+        "and {output}>\n"
     )
     assert result.stderr == ""
     assert kinds(run) == ["run_created"]
