@@ -9,13 +9,16 @@ Slurm log); ``-q`` none; ``--json`` keeps one document per round on stdout.
 
 from __future__ import annotations
 
+import fcntl
 import io
 import json
 import os
 import pty
 import select
+import struct
 import subprocess
 import sys
+import termios
 from pathlib import Path
 
 import pytest
@@ -107,6 +110,42 @@ def test_issue_28_on_a_terminal_the_line_is_redrawn_in_place_then_erased() -> No
     assert drawn.count("\r\x1b[K") == 11
     assert "\n" not in drawn
     assert drawn.endswith("\r\x1b[K")  # erased: the round's summary line follows
+
+
+def test_issue_28_a_terminal_s_last_row_is_kept_for_the_line_then_given_back() -> None:
+    """On a terminal with room, the line lives on the last row (apt's way): the
+    rows above scroll, so the collector's output never runs through it."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    with os.fdopen(slave, "w") as stream:
+        line = RoundProgressLine(stream=stream)
+        for n in range(1, 4):
+            line(RoundProgress(1, 10, n, 0, {"model": 1}, n * 0.6))
+        line(RoundProgress(1, 10, 10, 0, {}, 3.0, ended=True))
+        drawn = b""
+        while select.select([master], [], [], 0.5)[0]:
+            drawn += os.read(master, 65536)
+    os.close(master)
+    text = drawn.decode()
+    assert text.count("\x1b[1;23r") == 1  # rows 1-23 scroll, row 24 is the line's
+    assert text.count("\x1b7\x1b[24;1H\x1b[K") == 3  # drawn there, cursor kept
+    assert "round 1: 3 of 10 rows recorded (30%); failures 1 (model 1)" in text
+    assert text.endswith("\x1b7\x1b[r\x1b[24;1H\x1b[K\x1b8")  # given back, cleared
+    assert line.lines == 3
+
+
+def test_issue_28_the_line_fits_the_width_dropping_the_least_first() -> None:
+    progress = RoundProgress(
+        3, 100_000, 5_000, 0, {"infrastructure": 10, "model": 20}, 100.0
+    )
+    whole = progress_words(progress)
+    assert whole.endswith("; 1 min 40 s so far")
+    fitted = progress_words(progress, width=len(whole) - 1)
+    assert "so far" not in fitted
+    assert "(infrastructure 10, model 20)" in fitted
+    narrow = progress_words(progress, width=90)
+    assert "failures 30;" in narrow
+    assert len(progress_words(progress, width=40)) == 40
 
 
 def test_issue_28_quiet_shows_nothing() -> None:
@@ -278,7 +317,7 @@ def test_issue_28_policy_set_says_which_defaults_it_drops_and_what_moves(
             "r",
             "--dry-run",
             "--json",
-        ).stdout  # fmt: skip
+        ).stdout
     )
     assert document["dropped"] == {
         "regrade_kinds": ["judge_failed", "judge_unparseable"]

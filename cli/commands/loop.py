@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -216,7 +217,7 @@ def run(
     )
     show = _echo_json if as_json else _echo_text
     progress = RoundProgressLine(every=progress_every, quiet=quiet)
-    with launcher.signals(), writer(out) as led:
+    with launcher.signals(), writer(out) as led, closing(progress):
         note_driving(out, config, global_configs, argv)
         last = projections.run_rounds(
             led,

@@ -9,7 +9,8 @@ all, so scripts and logs never see it. A step whose items are counted uses
 
 from __future__ import annotations
 
-import shutil
+import io
+import os
 import sys
 import threading
 import time
@@ -70,43 +71,56 @@ def _duration(seconds: float) -> str:
     return f"{whole // 3600} h {whole % 3600 // 60:02d} min"
 
 
-def progress_words(progress: RoundProgress) -> str:
+def progress_words(progress: RoundProgress, width: int | None = None) -> str:
     """One round's progress in a line (issue 28), the same on and off a terminal.
 
     ``round 2: 1,204 of 10,000 rows recorded (12%); failures 4 (model 3,
-    infrastructure 1); 41.2 rows/s; about 3 min 34 s left``.
+    infrastructure 1); 41.2 rows/s; about 3 min 34 s left; 30 s so far``.
+    Given a ``width``, what fits: the time so far goes first, then the
+    failures' sides, then the line is cut.
     """
     planned = progress.planned
     share = f" ({100 * progress.recorded // planned}%)" if planned else ""
-    parts = [
+    head = (
         f"round {progress.round}: {progress.recorded:,} of {planned:,} rows "
         f"recorded{share}"
-    ]
+    )
     failures = sum(progress.failures.values())
-    if failures:
-        sides = ", ".join(f"{side} {n:,}" for side, n in progress.failures.items())
-        parts.append(f"failures {failures:,} ({sides})")
-    else:
-        parts.append("no failures")
-    if progress.refused:
-        parts.append(f"{progress.refused:,} refused")
+    sides = ", ".join(f"{side} {n:,}" for side, n in progress.failures.items())
+    failed = [f"failures {failures:,} ({sides})", f"failures {failures:,}"]
+    if not failures:
+        failed = ["no failures"] * 2
+    rest = [f"{progress.refused:,} refused"] if progress.refused else []
     rate = progress.rate
-    parts.append("rows/s not known yet" if rate is None else f"{rate:,.1f} rows/s")
+    rest.append("rows/s not known yet" if rate is None else f"{rate:,.1f} rows/s")
     left = progress.seconds_left
     if left is not None:
-        parts.append(f"about {_duration(left)} left")
-    parts.append(f"{_duration(progress.seconds)} so far")
-    return "; ".join(parts)
+        rest.append(f"about {_duration(left)} left")
+    so_far = f"{_duration(progress.seconds)} so far"
+    line = "; ".join([head, failed[0], *rest, so_far])
+    if width is None:
+        return line
+    for line in (
+        line,
+        "; ".join([head, failed[0], *rest]),
+        "; ".join([head, failed[1], *rest]),
+    ):
+        if len(line) <= width:
+            return line
+    return line[: max(width - 3, 0)] + "..."
 
 
 class RoundProgressLine:
-    """``run``'s progress (issue 28): a line redrawn on a terminal, else every N s.
+    """``run``'s progress (issue 28): a line kept on a terminal, else every N s.
 
-    On a terminal (``stream`` a tty) the line is redrawn in place at most
-    every ``_REDRAW`` seconds, cut to the terminal's width, and erased when
-    the round ends (its summary line follows). Off a terminal (a Slurm log) a
-    plain line is written every ``every`` seconds of a round. ``quiet``:
-    nothing at all.
+    On a terminal (``stream`` a tty) the line is drawn on the terminal's last
+    row, kept apart as apt does (a scrolling region above it), so the
+    collector's own output and ``run``'s lines scroll above it and never
+    through it; redrawn at most every ``_REDRAW`` seconds, fitted to the
+    width, and given back when the round ends (``close`` gives it back on any
+    exit). A terminal too small for that gets the line redrawn in place.
+    Off a terminal (a Slurm log) a plain line is written every ``every``
+    seconds of a round. ``quiet``: nothing at all.
     """
 
     def __init__(
@@ -117,6 +131,7 @@ class RoundProgressLine:
         self.quiet = quiet
         self.tty = self.stream.isatty()
         self._last: tuple[int, float] | None = None  # round, seconds at last line
+        self._rows: int | None = None  # the terminal's rows, while the last is kept
         self.lines = 0
 
     def __call__(self, progress: RoundProgress) -> None:
@@ -130,6 +145,14 @@ class RoundProgressLine:
             self.stream.flush()
             self.lines += 1
 
+    def close(self) -> None:
+        """Give the terminal's last row back (when it was kept)."""
+        if self._rows is not None:
+            rows, self._rows = self._rows, None
+            # save; whole screen scrolls again; clear the last row; restore
+            self.stream.write(f"\x1b7\x1b[r\x1b[{rows};1H\x1b[K\x1b8")
+            self.stream.flush()
+
     def _due(self, progress: RoundProgress, every: float) -> bool:
         """Whether ``every`` seconds passed since the round's last line (or start)."""
         last = self._last
@@ -141,17 +164,32 @@ class RoundProgressLine:
         self._last = (progress.round, progress.seconds)
         return True
 
+    def _size(self) -> tuple[int, int]:
+        try:
+            size = os.get_terminal_size(self.stream.fileno())
+        except (OSError, ValueError, io.UnsupportedOperation):
+            return 80, 0
+        return size.columns, size.lines
+
     def _draw(self, progress: RoundProgress) -> None:
         if progress.ended:
-            self.stream.write("\r\x1b[K")  # the round's summary line follows
+            if self._rows is None:
+                self.stream.write("\r\x1b[K")  # the round's summary line follows
+            self.close()
             self.stream.flush()
             return
         if not self._due(progress, _REDRAW):
             return
-        width = shutil.get_terminal_size().columns - 1
-        line = progress_words(progress)
-        if len(line) > width:
-            line = line[: max(width - 3, 0)] + "..."
-        self.stream.write("\r\x1b[K" + line)
+        columns, rows = self._size()
+        line = progress_words(progress, max(columns - 1, 20))
+        if rows < 3:  # no room to keep a row apart: redraw in place
+            self.stream.write("\r\x1b[K" + line)
+        else:
+            if self._rows is None:  # a new line for the bar, then keep it apart
+                self.stream.write(f"\n\x1b7\x1b[1;{rows - 1}r\x1b8\x1b[1A")
+            elif self._rows != rows:  # resized: keep the new last row
+                self.stream.write(f"\x1b7\x1b[r\x1b[1;{rows - 1}r\x1b8")
+            self._rows = rows
+            self.stream.write(f"\x1b7\x1b[{rows};1H\x1b[K{line}\x1b8")
         self.stream.flush()
         self.lines += 1
