@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from cli.main import LedgerGroup
     from cli.render.html import report_server
     from cli.render.loopback import host_allowed
+    from cli.render.progress import RoundProgressLine, progress_words
     from cli.render.safe_json import script_json
     from cli.serve.server import make_server
     from ledger.collector_files.inputs_seen import InputsSeen, still_seen
@@ -231,6 +232,7 @@ __all__ = [
     "Redactor",
     "RejudgmentRef",
     "RolloutState",
+    "RoundProgressLine",
     "RunPaths",
     "RunUrl",
     "SQLiteStore",
@@ -299,6 +301,7 @@ __all__ = [
     "policy_changes",
     "policy_from_events",
     "policy_from_json",
+    "progress_words",
     "raw_lines",
     "read_approvals",
     "read_materialized",

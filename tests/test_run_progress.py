@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from cli.render.progress import RoundProgressLine, progress_words
 from projections import RoundProgress
+from tests.internals import RoundProgressLine, progress_words
 from tests.test_cli_support import CliRun, by_key, failed, graded, templates
 
 __all__ = ["templates"]

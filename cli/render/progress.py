@@ -97,17 +97,14 @@ def progress_words(progress: RoundProgress, width: int | None = None) -> str:
     if left is not None:
         rest.append(f"about {_duration(left)} left")
     so_far = f"{_duration(progress.seconds)} so far"
-    line = "; ".join([head, failed[0], *rest, so_far])
+    whole = "; ".join([head, failed[0], *rest, so_far])
     if width is None:
-        return line
-    for line in (
-        line,
-        "; ".join([head, failed[0], *rest]),
-        "; ".join([head, failed[1], *rest]),
-    ):
+        return whole
+    shorter = ("; ".join([head, failed[0], *rest]), "; ".join([head, failed[1], *rest]))
+    for line in (whole, *shorter):
         if len(line) <= width:
             return line
-    return line[: max(width - 3, 0)] + "..."
+    return shorter[-1][: max(width - 3, 0)] + "..."
 
 
 class RoundProgressLine:
