@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from cli.common import echo_json, writer
+from cli.common import writer
 from cli.render.text import plural
 
 if TYPE_CHECKING:
@@ -262,8 +262,11 @@ def coordinate_run(
         finally:
             if child is not None:
                 _end_child(child)
-    if as_json:
-        echo_json(coordinator_document(report))
+    if as_json:  # one line, as run's rounds and a worker's batches are
+        import msgspec
+
+        document = {"schema_version": 1, **coordinator_document(report)}
+        click.echo(msgspec.json.encode(document, order="sorted").decode())
     else:
         if report.check is not None:
             click.echo(report.check.message)
