@@ -249,7 +249,7 @@ _LAZY = {
     "ImportReport": "ledger.legacy.importer",
     "WorkBoard": "ledger.postgres.workers",
     "WorkerInfo": "ledger.postgres.workers",
-    "WorkerSeat": "ledger.postgres.workers",
+    "WorkerSeat": "ledger.postgres.seat",
     "copy_into_store": "ledger.run.transfer",
     "copy_to_files": "ledger.run.transfer",
     "doctor": "ledger.doctor.report",
@@ -260,7 +260,8 @@ if TYPE_CHECKING:
     from ledger.collector_files.follow import FollowedFile, FollowedLine
     from ledger.doctor.report import DoctorReport, doctor
     from ledger.legacy.importer import ImportReport, import_legacy_run
-    from ledger.postgres.workers import WorkBoard, WorkerInfo, WorkerSeat
+    from ledger.postgres.seat import WorkerSeat
+    from ledger.postgres.workers import WorkBoard, WorkerInfo
     from ledger.run.async_recorder import AsyncRecorder
     from ledger.run.transfer import CopiedRun, copy_into_store, copy_to_files
 

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     )
     from projections.fold.reading import replay
     from projections.fold.state import RunState
-    from projections.operations.coordinate import CoordinatorReport, coordinate
+    from projections.operations.coordinator import CoordinatorReport, coordinate
     from projections.operations.create import CreatedRun, create_run
     from projections.operations.dataset import (
         MAX_EXPANDED_BYTES,
@@ -274,9 +274,9 @@ _LAZY = {
     "AuditExport": "projections.views.export",
     "ChangedRow": "projections.views.results",
     "Collector": "projections.operations.run_loop",
-    "CoordinatorReport": "projections.operations.coordinate",
+    "CoordinatorReport": "projections.operations.coordinator",
     "WorkerReport": "projections.operations.work",
-    "coordinate": "projections.operations.coordinate",
+    "coordinate": "projections.operations.coordinator",
     "work_batches": "projections.operations.work",
     "CollectorExit": "projections.operations.run_loop",
     "ConfigDiff": "projections.decisions.config_changes",

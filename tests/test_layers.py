@@ -31,7 +31,7 @@ PURE_FORBIDDEN = {"sqlite3", "pydantic", "sqlite_utils", "time", "random"}
 #: Operations that wait on processes or files (the run loop times its rounds).
 PURE_EXEMPT = {
     "checks.py",
-    "coordinate.py",
+    "coordinator.py",
     "publishing.py",
     "results.py",
     "resuming.py",

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from cli.commands.coordinating import is_url, store_options
+from cli.commands.workers import run_on_store
 from cli.common import (
     config_options,
     count,
@@ -131,32 +133,7 @@ _STOPS = {
     is_flag=True,
     help="Print one JSON line per round instead (its keys: docs/json.md).",
 )
-@click.option(
-    "--worker",
-    is_flag=True,
-    help="On a run URL: work, not coordinate (claim, run COMMAND, record).",
-)
-@click.option(
-    "--batch",
-    type=count(1),
-    default=32,
-    show_default=True,
-    metavar="N",
-    help="With --worker: attempts claimed at a time.",
-)
-@click.option(
-    "--workdir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="With --worker: its round files (default: a new folder in $TMPDIR).",
-)
-@click.option(
-    "--wait",
-    type=click.FloatRange(min=0),
-    default=300.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="On a run URL: how long to wait for work, a coordinator or a worker.",
-)
+@store_options
 @click.argument(
     "command",
     nargs=-1,
@@ -181,11 +158,8 @@ def run(
     quiet: bool,
     dry_run: bool,
     as_json: bool,
-    worker: bool,
-    batch: int,
-    workdir: Path | None,
-    wait: float,
     command: tuple[str, ...],
+    **store: Any,  # --worker, --batch, --workdir, --wait: a run URL's
 ) -> None:
     """Resume, run COMMAND on the plan, record its rows as they land; repeat.
 
@@ -207,12 +181,9 @@ def run(
     records what it wrote first, nothing twice. A collector that records
     nothing in 2 rounds in a row stops run (exit 3), saying why.
 
-    \b
-    On a run URL (PostgreSQL), run coordinates instead: it releases work to
-    workers and offers again the work of a worker that died; --worker on any
-    node claims --batch attempts at a time, runs COMMAND on them in its own
-    --workdir and records their rows (docs/postgres-run.md). A coordinator
-    given COMMAND also starts one worker of its own.
+    On a run URL (PostgreSQL) run coordinates: it releases work to workers
+    (--worker, on any node: claim --batch attempts, run COMMAND, record); given
+    COMMAND it starts one worker too (docs/postgres-run.md).
 
     \b
     Example:
@@ -232,19 +203,8 @@ def run(
     from cli.launch.collector import ProcessLauncher, collector_stdout
 
     argv = list(command[1:] if command[:1] == ("--",) else command)
-    if worker or _is_url(out):  # a run URL: a coordinator and workers (issue 29)
-        _on_store(
-            out, config, global_configs, argv, worker=worker, batch=batch,
-            workdir=workdir, wait=wait, round_timeout=round_timeout,
-            progress_every=progress_every, quiet=quiet, dry_run=dry_run,
-            as_json=as_json, options={
-                "source": source, "extend_attempts": extend_attempts,
-                "approvals": approvals,
-                "retry_terminal_timeouts": retry_terminal_timeouts,
-                "allow_unsafe": allow_unsafe, "longest_first": longest_first,
-                "reason": reason,
-            },
-        )  # fmt: skip
+    if store["worker"] or is_url(out):  # a run URL (issue 29)
+        run_on_store(out, argv, click.get_current_context().params)
         return
     if not argv:
         raise click.UsageError("give the collector's command after --")
@@ -284,58 +244,6 @@ def run(
         )
     if last.exit_code:
         sys.exit(last.exit_code)
-
-
-def _is_url(out: object) -> bool:
-    """``OUT`` names a run kept in a store (a run URL), not a file."""
-    return isinstance(out, str)
-
-
-def _on_store(
-    out: Path | str,
-    config: Path,
-    global_configs: tuple[Path, ...],
-    argv: list[str],
-    *,
-    worker: bool,
-    options: dict[str, Any],
-    dry_run: bool,
-    as_json: bool,
-    **settings: Any,
-) -> None:
-    """``run`` on a run URL: the coordinator, or with ``--worker`` a worker."""
-    import sys
-
-    from cli.commands.workers import coordinate_run, work_run
-
-    if not isinstance(out, str):
-        raise click.UsageError(
-            "--worker works on a run kept in PostgreSQL (a postgresql://...?run=NAME "
-            "URL); a run in files is run by one `rollout-ledger run OUT`"
-        )
-    if dry_run:
-        raise click.UsageError(
-            "--dry-run previews a run in files; on a run URL, preview the plan with "
-            f"`rollout-ledger resume {out} --config {config} --dry-run`"
-        )
-    if worker:
-        if not argv:
-            raise click.UsageError("give the collector's command after --")
-        sys.exit(work_run(out, argv, as_json=as_json, **settings))
-    sys.exit(
-        coordinate_run(
-            out,
-            load_config(config),
-            load_global_config(global_configs),
-            argv,
-            options,
-            config=config.resolve(),
-            global_configs=tuple(p.resolve() for p in global_configs),
-            batch=settings["batch"],
-            wait=settings["wait"],
-            as_json=as_json,
-        )
-    )
 
 
 def _dry_run(

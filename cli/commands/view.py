@@ -165,7 +165,7 @@ def status(
     Rules: CLI-6, REC-41.
     """
     import projections
-    from cli.commands.workers import workers_document, workers_lines
+    from cli.commands.coordinating import workers_document, workers_lines
     from cli.render.text import coverage_lines, run_lines
 
     if dry_run and not publish:

@@ -12,8 +12,8 @@ The contract: docs/postgres-run.md.
 from __future__ import annotations
 
 import os
+import shlex
 import socket
-import subprocess
 import sys
 import tempfile
 import uuid
@@ -23,31 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from cli.common import writer
+from cli.commands.coordinating import STOPS, note_line
+from cli.common import load_config, load_global_config
 from cli.render.text import plural
 
 if TYPE_CHECKING:
-    from projections import CoordinatorReport, Recorded, WorkerReport
+    from projections import Recorded, WorkerReport
 
-__all__ = ["coordinate_run", "work_run", "workers_document", "workers_lines"]
-
-#: Seconds the coordinator gives its own worker to end once the run stopped.
-_CHILD_GRACE = 30.0
-
-_STOPS = {
-    "complete": "the run is complete",
-    "nothing_retryable": "unfinished work remains, none of it retryable",
-    "interrupted": "stopped by a signal; the rows so far are recorded, run it again "
-    "to go on",
-    "no_workers": "no worker was working on the run",
-    "no_work": "nothing was left to claim",
-    "session_lost": "this worker's PostgreSQL session ended",
-    "stalled": "the collector's batches recorded nothing",
-}
-
-
-def _note(text: str) -> None:
-    click.echo(f"rollout-ledger: {text}", err=True)
+__all__ = ["run_on_store", "work_run"]
 
 
 def _default_workdir(url: str, name: str) -> Path:
@@ -89,7 +72,7 @@ def work_run(
         closing(progress),
     ):
         if not as_json:
-            _note(f"worker {name} works in {folder}")
+            note_line(f"worker {name} works in {folder}")
         last = projections.work_batches(
             led,
             launcher,
@@ -99,7 +82,7 @@ def work_run(
             wait=wait,
             on_batch=show,
             on_progress=progress,
-            on_note=_note,
+            on_note=note_line,
         )
     show(last)
     return last.exit_code or 0
@@ -179,7 +162,9 @@ def _echo_batch_text(report: WorkerReport) -> None:
         )
         report.adopted = None
     for refusal in report.recorded.refused:
-        _note(f"{refusal.file} line {refusal.line}: {refusal.message}; not recorded")
+        note_line(
+            f"{refusal.file} line {refusal.line}: {refusal.message}; not recorded"
+        )
     if report.claimed is not None and report.stop is None:
         claimed = report.claimed
         click.echo(
@@ -191,164 +176,68 @@ def _echo_batch_text(report: WorkerReport) -> None:
         if report.check is not None:
             click.echo(report.check.message)
         click.echo(
-            f"worker stopped: {_STOPS[report.stop]}, "
+            f"worker stopped: {STOPS[report.stop]}, "
             f"{plural(report.total_rows, 'row')} recorded (exit {report.exit_code})"
         )
         if report.why is not None:
             click.echo(f"why: {report.why}")
 
 
-def _own_worker(
-    url: str,
-    config: Path,
-    global_configs: tuple[Path, ...],
-    argv: list[str],
-    *,
-    batch: int,
-    wait: float,
-    as_json: bool,
-) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "cli", "run", url, "--config", str(config)]
-    for path in global_configs:
-        command += ["--global-config", str(path)]
-    command += ["--worker", "--batch", str(batch), "--wait", f"{wait:g}", "--quiet"]
-    if as_json:
-        command.append("--json")
-    return subprocess.Popen(
-        [*command, "--", *argv], stdout=2 if as_json else None, start_new_session=False
-    )
+#: ``resume``'s options among ``run``'s parameters (the coordinator's resume).
+_RESUMING = (
+    "source",
+    "extend_attempts",
+    "approvals",
+    "retry_terminal_timeouts",
+    "allow_unsafe",
+    "longest_first",
+    "reason",
+)
 
 
-def coordinate_run(
-    url: str,
-    collection: Any,
-    servers: Any,
-    argv: list[str],
-    options: dict[str, Any],
-    *,
-    config: Path,
-    global_configs: tuple[Path, ...],
-    batch: int,
-    wait: float,
-    as_json: bool,
-) -> int:
-    """The coordinator's life (and, with ``argv``, one worker's): its exit code."""
-    import projections
-    from cli.launch.collector import ProcessLauncher
+def run_on_store(out: Path | str, argv: list[str], params: dict[str, Any]) -> None:
+    """``run`` on a run URL: the coordinator, or with ``--worker`` a worker.
 
-    launcher = ProcessLauncher([])  # its signal handling only: no collector
-    child: subprocess.Popen[bytes] | None = None
-    with launcher.signals(), writer(url) as led:
-        if argv:
-            child = _own_worker(
-                url,
-                config,
-                global_configs,
+    ``params`` are ``run``'s parameters as click parsed them.
+    """
+    config: Path = params["config"]
+    global_configs: tuple[Path, ...] = params["global_configs"]
+    if not isinstance(out, str):
+        raise click.UsageError(
+            "--worker works on a run kept in PostgreSQL (a postgresql://...?run=NAME "
+            "URL); a run in files is run by one `rollout-ledger run OUT`"
+        )
+    if params["dry_run"]:
+        raise click.UsageError(
+            "--dry-run previews a run in files; on a run URL, preview the plan with "
+            f"`rollout-ledger resume {shlex.quote(out)} --config {config} --dry-run`"
+        )
+    if params["worker"]:
+        if not argv:
+            raise click.UsageError("give the collector's command after --")
+        settings = ("batch", "workdir", "wait", "round_timeout", "progress_every")
+        sys.exit(
+            work_run(
+                out,
                 argv,
-                batch=batch,
-                wait=wait,
-                as_json=as_json,
+                quiet=params["quiet"],
+                as_json=params["as_json"],
+                **{name: params[name] for name in settings},
             )
-        try:
-            report = projections.coordinate(
-                led,
-                collection,
-                servers,
-                interrupted=lambda: launcher.interrupted,
-                wait=wait,
-                on_note=_note,
-                **options,
-            )
-        finally:
-            if child is not None:
-                _end_child(child)
-    if as_json:  # one line, as run's rounds and a worker's batches are
-        import msgspec
-
-        document = {"schema_version": 1, **coordinator_document(report)}
-        click.echo(msgspec.json.encode(document, order="sorted").decode())
-    else:
-        if report.check is not None:
-            click.echo(report.check.message)
-        click.echo(
-            f"coordinator stopped: {_STOPS[report.stop or 'complete']} "
-            f"(exit {report.exit_code})"
         )
-        if report.why is not None:
-            click.echo(f"why: {report.why}")
-    return report.exit_code or 0
+    from cli.commands.coordinating import coordinate_run
 
-
-def _end_child(child: subprocess.Popen[bytes]) -> None:
-    try:
-        child.wait(_CHILD_GRACE)
-    except subprocess.TimeoutExpired:
-        child.terminate()
-        try:
-            child.wait(_CHILD_GRACE)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-
-
-def coordinator_document(report: CoordinatorReport) -> dict[str, Any]:
-    """The coordinator's ``--json`` document (docs/json.md)."""
-    import msgspec
-
-    return {
-        "role": "coordinator",
-        "released": report.released,
-        "reaped": [msgspec.to_builtins(r) for r in report.reaped],
-        "workers_seen": report.workers_seen,
-        "check": None if report.check is None else msgspec.to_builtins(report.check),
-        "stop": report.stop,
-        "why": report.why,
-        "exit_code": report.exit_code,
-    }
-
-
-# -- status --------------------------------------------------------------------
-
-
-def workers_document(led: Any) -> list[dict[str, Any]] | None:
-    """Each worker of a run on PostgreSQL, for ``status --json``; ``None``: files."""
-    import msgspec
-
-    import ledger
-
-    if led.folder is not None:
-        return None
-    board = ledger.WorkBoard.of(led)
-    return [msgspec.to_builtins(w) for w in board.workers()]
-
-
-def workers_lines(workers: list[dict[str, Any]] | None) -> list[str]:
-    """``status``'s lines about the workers, in words."""
-    if not workers:
-        return [] if workers is None else ["workers: none has worked on this run yet"]
-    lines = [f"workers ({len(workers)}):"]
-    for w in workers:
-        if w["state"] == "working" and w["alive"]:
-            how = (
-                f"working, holds {plural(w['holding'], 'item')}, last heard from "
-                f"{w['quiet']:g} s ago"
-            )
-        elif w["state"] == "working":
-            how = (
-                "gone (its session ended; the coordinator offers its work again), "
-                f"last heard from at {w['last_heard']}"
-            )
-        else:
-            how = f"{_ENDED.get(w['state'], w['state'])} at {w['ended']}"
-        lines.append(
-            f"  {w['worker']}: pid {w['pid']} on {w['host']}, "
-            f"{plural(w['rows_recorded'], 'row')} recorded, {how}"
+    sys.exit(
+        coordinate_run(
+            out,
+            load_config(config),
+            load_global_config(global_configs),
+            argv,
+            {name: params[name] for name in _RESUMING},
+            config=config.resolve(),
+            global_configs=tuple(p.resolve() for p in global_configs),
+            batch=params["batch"],
+            wait=params["wait"],
+            as_json=params["as_json"],
         )
-    return lines
-
-
-_ENDED = {
-    "done": "finished",
-    "stopped": "stopped",
-    "gone": "gone (its session ended; its work was offered again)",
-}
+    )

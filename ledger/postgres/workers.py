@@ -25,8 +25,6 @@ recorded; these tables say who works on what now, for the coordinator and
 from __future__ import annotations
 
 import hashlib
-import os
-import socket
 from collections.abc import Collection, Iterable
 from datetime import datetime
 from typing import Any
@@ -34,13 +32,13 @@ from typing import Any
 import msgspec
 import psycopg
 
-from ledger.errors import ConfigError, LockLost, StorageError
+from ledger.errors import ConfigError
 from ledger.postgres.schema import SCHEMA, WORKER_NAMESPACE, translate
 
-__all__ = ["WorkBoard", "WorkerInfo", "WorkerSeat", "worker_lock_key"]
+__all__ = ["KINDS", "Key", "WorkBoard", "WorkerInfo", "worker_lock_key"]
 
 Key = tuple[int, int, int]
-_KINDS = ("dispatch", "rejudge")
+KINDS = ("dispatch", "rejudge")
 
 _EPOCH = f"SELECT release_epoch FROM {SCHEMA}.runs WHERE run = %s"
 _LOCKED = (
@@ -48,16 +46,6 @@ _LOCKED = (
     "AND l.classid::bigint = %s AND l.objid::bigint = (w.lock_key::bigint & "
     "4294967295) AND l.objsubid = 2 AND l.pid = w.backend_pid)"
 )
-_CLAIM = f"""
-WITH c AS MATERIALIZED (
-    SELECT kind, task, rollout, attempt FROM {SCHEMA}.work
-    WHERE run = %(run)s AND worker IS NULL AND NOT done AND epoch = %(epoch)s
-    ORDER BY task, rollout, kind, attempt LIMIT %(n)s
-    FOR UPDATE SKIP LOCKED)
-UPDATE {SCHEMA}.work w SET worker = %(me)s, claimed_at = now() FROM c
-WHERE w.run = %(run)s AND w.kind = c.kind AND w.task = c.task
-  AND w.rollout = c.rollout AND w.attempt = c.attempt AND w.worker IS NULL
-RETURNING w.kind, w.task, w.rollout, w.attempt"""
 _OFFER = f"""
 INSERT INTO {SCHEMA}.work AS w (run, kind, task, rollout, attempt, epoch)
 SELECT %(run)s, %(kind)s, k.task, k.rollout, k.attempt, %(epoch)s
@@ -158,7 +146,7 @@ class WorkBoard:
             f"WHERE run = %s AND epoch = ({_EPOCH})",
             (self.run, self.run),
         )
-        offered: dict[str, set[Key]] = {kind: set() for kind in _KINDS}
+        offered: dict[str, set[Key]] = {kind: set() for kind in KINDS}
         for kind, task, rollout, attempt in found:
             offered[kind].add((task, rollout, attempt))
         return offered
@@ -243,7 +231,7 @@ class WorkBoard:
             f"AND worker = %s AND NOT done AND epoch = ({_EPOCH})",
             (self.run, worker, self.run),
         )
-        claims: dict[str, set[Key]] = {kind: set() for kind in _KINDS}
+        claims: dict[str, set[Key]] = {kind: set() for kind in KINDS}
         for kind, task, rollout, attempt in found:
             claims[kind].add((task, rollout, attempt))
         return claims
@@ -303,131 +291,3 @@ class WorkBoard:
                 worker,
             ),
         )
-
-
-class WorkerSeat:
-    """A worker's place in a run: its advisory lock on the session it records on.
-
-    ``take`` locks ``WORKER_NAMESPACE`` and :func:`worker_lock_key` on the
-    worker ledger's own session and registers the worker (host, pid, start).
-    """
-
-    def __init__(self, board: WorkBoard, name: str, key: int) -> None:
-        self.board = board
-        self.name = name
-        self.key = key
-        self.host = socket.gethostname()
-        self.pid = os.getpid()
-        self.lost: str | None = None
-
-    @classmethod
-    def take(cls, ledger: Any, name: str) -> WorkerSeat:
-        """Lock ``name``'s advisory lock on ``ledger``'s session and register it."""
-        board = WorkBoard.of(ledger)
-        key = worker_lock_key(board.run, name)
-        seat = cls(board, name, key)
-        conn = board._conn
-        try:
-            with conn.cursor() as cur:
-                got = cur.execute(
-                    "SELECT pg_try_advisory_lock(%s::int4, %s::int4)",
-                    (WORKER_NAMESPACE, key),
-                ).fetchone()
-                if got is None or not got[0]:
-                    raise ConfigError(
-                        f"{board.where}: a worker named {name!r} is working on this "
-                        "run already; give each worker a name of its own"
-                    )
-                cur.execute(
-                    f"INSERT INTO {SCHEMA}.workers (run, worker, host, pid, "
-                    "backend_pid, lock_key, state) VALUES (%s, %s, %s, %s, "
-                    "pg_backend_pid(), %s, 'working') ON CONFLICT (run, worker) DO "
-                    "UPDATE SET host = excluded.host, pid = excluded.pid, "
-                    "backend_pid = excluded.backend_pid, started = now(), "
-                    "last_heard = now(), state = 'working', ended = NULL, "
-                    "rows_recorded = 0",
-                    (board.run, name, seat.host, seat.pid, key),
-                )
-        except psycopg.Error as exc:
-            raise translate(exc, board.where, "registering the worker") from exc
-        return seat
-
-    def _lost(self, what: str) -> LockLost:
-        self.lost = self.lost or what
-        return LockLost(
-            self.board.where,
-            what=self.lost,
-            advice="its claimed work is offered to the other workers; start this "
-            "worker again (a requeue) to go on",
-        )
-
-    def check(self) -> None:
-        """Raise ``LockLost`` unless this worker's session still holds its lock."""
-        if self.lost is not None:
-            raise self._lost(self.lost)
-        conn = self.board._conn
-        if conn.closed or conn.broken:
-            raise self._lost("the worker's PostgreSQL session ended")
-        try:
-            found = conn.execute(
-                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND "
-                "granted AND classid::bigint = %s AND objid::bigint = %s AND "
-                "objsubid = 2 AND pid = pg_backend_pid()",
-                (WORKER_NAMESPACE, self.key & 0xFFFFFFFF),
-            ).fetchone()
-        except psycopg.Error as exc:
-            raise self._lost(
-                "the worker's PostgreSQL session ended (terminated, or the server "
-                f"restarted): {str(exc).strip().splitlines()[0] if str(exc) else exc}"
-            ) from exc
-        if found is None or not found[0]:
-            raise self._lost("the worker's advisory lock was released")
-
-    @property
-    def session_gone(self) -> bool:
-        """Whether this process knows its session ended."""
-        conn = self.board._conn
-        return self.lost is not None or conn.closed or conn.broken
-
-    def claim(self, n: int) -> dict[str, set[Key]]:
-        """Claim up to ``n`` offered items of the release in force, atomically."""
-        self.check()
-        epoch = self.board.epoch()
-        rows = self.board._execute(
-            "claiming work",
-            _CLAIM,
-            {"me": self.name, "run": self.board.run, "epoch": epoch, "n": n},
-        )
-        claimed: dict[str, set[Key]] = {kind: set() for kind in _KINDS}
-        for kind, task, rollout, attempt in rows:
-            claimed[kind].add((task, rollout, attempt))
-        return claimed
-
-    def heard(self, rows_recorded: int) -> None:
-        """Note that the worker lives and how many rows it recorded."""
-        self.board._execute(
-            "noting the worker",
-            f"UPDATE {SCHEMA}.workers SET last_heard = now(), rows_recorded = %s "
-            "WHERE run = %s AND worker = %s",
-            (rows_recorded, self.board.run, self.name),
-        )
-
-    def settle(
-        self, finished: dict[str, set[Key]], unfinished: dict[str, set[Key]]
-    ) -> None:
-        """A batch ended: finished claims done, the rest offered again."""
-        self.board.settle(self.name, finished=finished, unfinished=unfinished)
-
-    def leave(self, state: str) -> None:
-        """Note how the worker ended and release its lock (its session stays)."""
-        if self.session_gone:
-            return
-        try:
-            self.board.settle(self.name, finished={}, unfinished={}, state=state)
-            self.board._execute(
-                "releasing the worker's lock",
-                "SELECT pg_advisory_unlock(%s::int4, %s::int4)",
-                (WORKER_NAMESPACE, self.key),
-            )
-        except StorageError:
-            return  # its session ended: the server released the lock

@@ -40,10 +40,10 @@ __getattr__, __dir__ = lazy_exports(
     {
         "note_commands": "projections.operations.driving",
         "Approval": "projections.operations.operator",
-        "CoordinatorReport": "projections.operations.coordinate",
+        "CoordinatorReport": "projections.operations.coordinator",
         "CreatedRun": "projections.operations.create",
         "WorkerReport": "projections.operations.work",
-        "coordinate": "projections.operations.coordinate",
+        "coordinate": "projections.operations.coordinator",
         "work_batches": "projections.operations.work",
         "ImportResult": "projections.operations.importing",
         "Launcher": "projections.operations.run_loop",
