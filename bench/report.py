@@ -11,6 +11,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 
 import msgspec
 
@@ -175,11 +176,23 @@ def _cpu() -> str:
     return platform.processor() or "unknown"
 
 
+def interpreter(executable: str | None = None) -> str:
+    """The interpreter as the report names it: relative to the repository when
+    inside it (``.venv/bin/python``), else by its file name alone, never an
+    absolute path of the machine (issue 30)."""
+    path = Path(sys.executable if executable is None else executable)
+    root = Path(__file__).resolve().parents[1]
+    try:
+        return path.absolute().relative_to(root).as_posix()
+    except ValueError:
+        return path.name
+
+
 def machine() -> list[str]:
     """The machine and software the figures were measured on."""
     return [
         f"- `nproc`: {_output('nproc')} ({_cpu()})",
-        f"- Python {platform.python_version()} ({sys.executable}), "
+        f"- Python {platform.python_version()} ({interpreter()}), "
         f"SQLite {sqlite3.sqlite_version}, msgspec {msgspec.__version__}",
         f"- {platform.system()} {platform.release()}, "
         f"scratch under `{tempfile.gettempdir()}` unless `--workdir`",

@@ -20,7 +20,7 @@ import pytest
 
 from bench.incumbent import CAP_ENV, plan_resume
 from bench.manifest import collection_config, servers_config
-from bench.report import KEPT_MARKER, kept_notes, results_markdown
+from bench.report import KEPT_MARKER, interpreter, kept_notes, results_markdown
 from bench.rowpool import FIXTURES_ENV, fixture_pool
 from bench.runs import build_run, closed_copy
 from bench.targets import select
@@ -109,8 +109,15 @@ def test_results_file_names_machine_command_and_data(
         assert heading in text
     assert "`nproc`" in text
     assert "`free -h`" in text
+    assert sys.executable not in text  # issue 30: no absolute path of the machine
     assert "resume_closed: resume_run after a clean close" in text
     assert "replay_log: then resumed once" in text
+
+
+def test_issue_30_the_interpreter_is_named_without_the_machine_s_paths() -> None:
+    root = Path(__file__).resolve().parents[1]
+    assert interpreter(str(root / ".venv" / "bin" / "python")) == ".venv/bin/python"
+    assert interpreter("/opt/elsewhere/bin/python3.11") == "python3.11"
 
 
 def test_hand_written_notes_survive_a_rewrite() -> None:
