@@ -31,7 +31,9 @@ row can have been edited since, so ``status`` checks no digest),
 ``adopted_inputs`` (the materialized inputs a collector left, which
 ``create`` given the same bytes adopts, REC-84), ``FollowedFile`` (a
 collector's file read as it grows: its complete new lines, a rewrite
-refused), ``server_blocks``,
+refused), ``WorkBoard``, ``WorkerSeat`` and ``WorkerInfo`` (a run on
+PostgreSQL's offered work, its workers and a worker's own seat, issue 29),
+``server_blocks``,
 ``misplaced_in_collection`` and ``misplaced_in_servers`` (which of NeMo Gym's
 two configuration files a top-level key belongs in); with the values they use,
 ``RunPaths`` (the files of one run) and ``ImportReport`` (what
@@ -162,6 +164,9 @@ __all__ = [
     "StorageError",
     "UnknownEvent",
     "Waiting",
+    "WorkBoard",
+    "WorkerInfo",
+    "WorkerSeat",
     "adopt_advice",
     "adopted_inputs",
     "applied_result_class",
@@ -242,6 +247,9 @@ _LAZY = {
     "FollowedFile": "ledger.collector_files.follow",
     "FollowedLine": "ledger.collector_files.follow",
     "ImportReport": "ledger.legacy.importer",
+    "WorkBoard": "ledger.postgres.workers",
+    "WorkerInfo": "ledger.postgres.workers",
+    "WorkerSeat": "ledger.postgres.seat",
     "copy_into_store": "ledger.run.transfer",
     "copy_to_files": "ledger.run.transfer",
     "doctor": "ledger.doctor.report",
@@ -252,6 +260,8 @@ if TYPE_CHECKING:
     from ledger.collector_files.follow import FollowedFile, FollowedLine
     from ledger.doctor.report import DoctorReport, doctor
     from ledger.legacy.importer import ImportReport, import_legacy_run
+    from ledger.postgres.seat import WorkerSeat
+    from ledger.postgres.workers import WorkBoard, WorkerInfo
     from ledger.run.async_recorder import AsyncRecorder
     from ledger.run.transfer import CopiedRun, copy_into_store, copy_to_files
 

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     )
     from projections.fold.reading import replay
     from projections.fold.state import RunState
+    from projections.operations.coordinator import CoordinatorReport, coordinate
     from projections.operations.create import CreatedRun, create_run
     from projections.operations.dataset import (
         MAX_EXPANDED_BYTES,
@@ -102,6 +103,7 @@ if TYPE_CHECKING:
         reset_budget,
         set_policy,
     )
+    from projections.operations.work import WorkerReport, work_batches
     from projections.report.context import report_context
     from projections.views.audit_trail import History, HistoryEntry, history
     from projections.views.checks import Finding, Verification, verify, verify_run
@@ -142,6 +144,7 @@ __all__ = [
     "CollectorExit",
     "Comparison",
     "ConfigDiff",
+    "CoordinatorReport",
     "Coverage",
     "CreatedRun",
     "Decision",
@@ -181,6 +184,7 @@ __all__ = [
     "StoreImport",
     "TaskMean",
     "Verification",
+    "WorkerReport",
     "adopt_note",
     "approve",
     "approve_held",
@@ -190,6 +194,7 @@ __all__ = [
     "check_run",
     "compare_runs",
     "config_diff",
+    "coordinate",
     "coverage",
     "create_run",
     "decide",
@@ -236,6 +241,7 @@ __all__ = [
     "status",
     "verify",
     "verify_run",
+    "work_batches",
     "writer_of",
 ]
 
@@ -268,6 +274,10 @@ _LAZY = {
     "AuditExport": "projections.views.export",
     "ChangedRow": "projections.views.results",
     "Collector": "projections.operations.run_loop",
+    "CoordinatorReport": "projections.operations.coordinator",
+    "WorkerReport": "projections.operations.work",
+    "coordinate": "projections.operations.coordinator",
+    "work_batches": "projections.operations.work",
     "CollectorExit": "projections.operations.run_loop",
     "ConfigDiff": "projections.decisions.config_changes",
     "Coverage": "projections.decisions.completion",

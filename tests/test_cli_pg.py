@@ -9,6 +9,7 @@ files a command writes on a file-based run are rows in the store here;
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -49,7 +50,10 @@ def _complete(run: PgCliRun) -> None:
 
 def test_sc_1_create_resume_record_status_check_on_a_run_url(pg_run: PgCliRun) -> None:
     created = pg_run.create()
-    assert f"next: rollout-ledger resume {pg_run.url}" in created.stdout
+    # issue 29: `run URL ... -- COMMAND` runs as printed (a coordinator and a worker)
+    assert (
+        f"next: rollout-ledger run {shlex.quote(pg_run.url)} --config" in created.stdout
+    )
     _, plan = pg_run.resume()
     assert len(plan) == 6
     assert all(line["_ng_run_id"] == plan[0]["_ng_run_id"] for line in plan)

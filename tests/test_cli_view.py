@@ -114,6 +114,7 @@ def test_cli_6_status_json_has_run_and_coverage(mixed: CliRun) -> None:
         "waiting",
         "metrics",
         "publish",  # null without --publish
+        "workers",  # null for a run in files (issue 29)
     }
     assert status["coverage"]["decisions"] == {
         "pending": 0,

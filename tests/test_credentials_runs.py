@@ -588,7 +588,8 @@ def test_sc_1_a_postgresql_driver_url_names_the_run_on_postgresql(
         *run.config_args(),
     )
     assert created.exit_code == 0, created.stderr
-    assert "next: rollout-ledger resume postgresql://" in created.stdout
+    # issue 29: `run URL ... -- COMMAND` runs as printed (a coordinator and a worker)
+    assert "next: rollout-ledger run 'postgresql://" in created.stdout
     status = run.ok("status", f"{pg_url}?run=r2", "--json")
     assert json.loads(status.stdout)["coverage"]["decisions"]["pending"] == 6
     assert _tree(tmp_path) == before  # the run is on PostgreSQL, not on local disk

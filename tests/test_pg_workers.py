@@ -1,221 +1,220 @@
-"""Many worker processes on one PostgreSQL run (SC-3, SC-4, SC-5): the acceptance test.
+"""Issue 29: ``run URL``, one coordinator and many workers, on the real PostgreSQL.
 
-Eight worker processes reserve and record thousands of attempts of one run,
-sharing the work through the database alone (each takes its slot's attempts,
-then races for the others'), while the coordinator replans as outcomes arrive.
-Then the same with workers SIGKILLed at seeded points of the log and new ones
-finishing the work. Afterwards: no attempt reserved twice, none reserved
-without a release in force, every reservation and record a worker saw return
-is in the log, ``seq`` gap-free, the chain and ``verify`` hold, and the run
-exported to SQLite verifies with the same head hash.
+Each test works in a database of its own (``pg_url``). The coordinator and
+the workers are real ``rollout-ledger run`` processes around the simulated
+NeMo Gym collector (``cli/examples/simulated_collector.py``); a worker is
+killed with SIGKILL mid-batch, or its database session is ended under it
+(``pg_terminate_backend``). After each: every attempt reserved once (SC-3),
+every attempt's outcome recorded once, nothing reserved that was not
+released, ``verify`` passes, and the run ends as ``check`` says.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import random
+import json
+import os
+import signal
+import subprocess
+import sys
 import time
+import uuid
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 
-from ledger import Ledger
-from projections import decide_all, replan, replay, resume, verify
-from tests.internals import export_files
-from tests.pg_support import (
-    PgRun,
-    WorkerJob,
-    collect,
-    log_facts,
-    read_reports,
-    table_count,
-)
+from ledger import Ledger, WorkBoard
+from tests.internals import SCHEMA
+from tests.pg_support import log_facts
+from tests.test_cli_support import CliRun
 
-SLOTS = 8
-TASKS, ROLLOUTS = 600, 4  # 2,400 rollouts, ~3,200 attempts, ~6,500 events
-SEED = 20260417
-DEADLINE_S = 240  # a stuck run fails with what it got, never hangs the suite
-FINISH_S = 300  # for every worker to see the stop file and leave
-FINAL = frozenset({"complete", "exhausted", "terminal", "held", "omitted"})
+ROOT = Path(__file__).resolve().parents[1]
+COLLECTOR = ROOT / "cli" / "examples" / "simulated_collector.py"
 
-Admin = psycopg.Connection[Any]
+pytestmark = pytest.mark.slow
 
 
-@dataclass
-class Fleet:
-    """The worker processes, one per slot, and every report file they wrote."""
+class WorkersRun(CliRun):
+    """A run on PostgreSQL, made by ``create``, driven by ``run`` processes."""
 
-    run: PgRun
-    folder: Path
-    processes: dict[int, Any] = field(default_factory=dict)
-    reports: list[Path] = field(default_factory=list)
-    killed: int = 0
+    def __init__(self, folder: Path, database: str, tasks: int, rollouts: int) -> None:
+        super().__init__(folder, tasks=tasks, rollouts=rollouts)
+        self.url = f"{database}?run=w-{uuid.uuid4().hex[:10]}"
+        self.out = self.url  # type: ignore[assignment]
+        self.logs = folder / "logs"
+        self.logs.mkdir()
+        self.processes: list[subprocess.Popen[str]] = []
 
-    @property
-    def stop(self) -> Path:
-        return self.folder / "stop"
+    def start(
+        self, name: str, *extra: str, delay: float = 0.0
+    ) -> subprocess.Popen[str]:
+        """``rollout-ledger run URL ...``: a coordinator, or with --worker a worker."""
+        command = [sys.executable, "-m", "cli", "run", self.url, "--json"]
+        command += [str(a) for a in self.config_args()]
+        command += list(extra)
+        if "--worker" in extra:
+            command += [
+                "--",
+                sys.executable,
+                str(COLLECTOR),
+                "--plan",
+                "{plan}",
+                "--output",
+                "{output}",
+                "--failures",
+                "{failures}",
+                "--seed",
+                "3",
+                "--row-delay",
+                str(delay),
+            ]
+        with open(self.logs / f"{name}.err", "a") as errors:
+            process = subprocess.Popen(
+                command, cwd=ROOT, stdout=subprocess.PIPE, stderr=errors, text=True
+            )
+        self.processes.append(process)
+        return process
 
-    def start(self, slot: int) -> None:
-        report = self.folder / f"worker-{slot}-{len(self.reports)}.log"
-        self.reports.append(report)
-        job = WorkerJob(self.run.url, slot, SLOTS, str(report), str(self.stop), SEED)
-        process = multiprocessing.get_context("spawn").Process(
-            target=collect, args=(job,), name=f"worker-{slot}"
-        )
-        process.start()
-        self.processes[slot] = process
-
-    def kill_and_replace(self, slot: int) -> None:
-        """SIGKILL the slot's worker wherever it is, then start a new one there."""
-        process = self.processes[slot]
-        process.kill()
-        process.join(timeout=30)
-        self.killed += 1
-        self.start(slot)
-
-    def finish(self) -> None:
-        """Tell the workers to leave once no work is left, and wait for them."""
-        self.stop.touch()
-        # Generous: a worker started by the last kill may still be importing
-        # and folding the log on a loaded machine; liveness, not speed.
-        deadline = time.monotonic() + FINISH_S
-        for process in self.processes.values():
-            process.join(timeout=max(1.0, deadline - time.monotonic()))
-        alive = [p.name for p in self.processes.values() if p.is_alive()]
-        exits = {p.name: p.exitcode for p in self.processes.values()}
-        self.close()
-        assert not alive, f"workers still running: {alive}"
-        assert set(exits.values()) == {0}, f"a worker failed: {exits}"
-
-    def close(self) -> None:
-        for process in self.processes.values():
-            if process.is_alive():
+    def stop_all(self) -> None:
+        """Kill whatever a failed test left running."""
+        for process in self.processes:
+            if process.poll() is None:
                 process.kill()
-                process.join()
+            process.communicate()
+
+    def worker(
+        self, name: str, *extra: str, delay: float = 0.0
+    ) -> subprocess.Popen[str]:
+        workdir = self.folder / "work" / name
+        return self.start(
+            name,
+            "--worker",
+            "--batch",
+            "4",
+            "--wait",
+            "5",
+            "--workdir",
+            str(workdir),
+            *extra,
+            delay=delay,
+        )
+
+    def coordinator(self) -> subprocess.Popen[str]:
+        return self.start("coordinator", "--wait", "30")
 
 
-def _open_work(plan: Any) -> int:
-    counts: dict[str, int] = plan.counts
-    return counts.get("pending", 0) + counts.get("retry", 0) + counts["in_flight"]
+def _last(process: subprocess.Popen[str]) -> tuple[int, dict[str, Any]]:
+    out, _ = process.communicate(timeout=120)
+    lines = [line for line in out.splitlines() if line.startswith("{")]
+    return process.returncode, json.loads(lines[-1])
 
 
-def coordinate(
-    run: PgRun, fleet: Fleet, *, kill_at: list[int], rng: random.Random
-) -> int:
-    """Replan while the workers collect; kill at ``kill_at`` heads. Resumes made.
-
-    Once nothing is free, nothing left to release and no worker appended for
-    a second, what is in flight is a killed worker's (REC-4): a new resume
-    releases it again. Without kills that never happens.
-    """
-    led = run.coordinator()
-    deadline = time.monotonic() + DEADLINE_S
-    resumes = 0
-    next_replan, quiet_since, seen = 0.0, time.monotonic(), led.head()[0]
-    while True:
-        assert time.monotonic() < deadline, f"unfinished at seq {led.head()[0]}"
-        head = led.head()[0]
-        if kill_at and head >= kill_at[0]:
-            kill_at.pop(0)
-            fleet.kill_and_replace(rng.randrange(SLOTS))
-        if head != seen:
-            seen, quiet_since = head, time.monotonic()
-        if time.monotonic() >= next_replan:
-            plan = replan(led)
-            if _open_work(plan) == 0:
-                return resumes
-            quiet = time.monotonic() - quiet_since > 1.0
-            if fleet.killed and not kill_at and not plan.dispatch and quiet:
-                resume(led, run.config, run.global_config)
-                resumes += 1
-            seen = led.head()[0]
-            next_replan = time.monotonic() + 0.25
-        time.sleep(0.02)
+def _until(what: Callable[[], bool], seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not what():
+        assert time.monotonic() < deadline, "the awaited state never came"
+        time.sleep(0.1)
 
 
-def check_the_log(run: PgRun, fleet: Fleet, admin: Admin, folder: Path) -> Any:
-    """SC-3, SC-5 and REC-3 on the whole log; returns its facts for more checks."""
-    led = run.coordinator()
-    facts = log_facts(led)
-    name = run.url.rsplit("run=", 1)[1]
-    assert facts.seqs == list(range(1, len(facts.seqs) + 1))  # gap-free
-    twice = [k for k, n in Counter(facts.reserved).items() if n > 1]
-    assert twice == []  # SC-3: no attempt reserved twice
-    assert facts.unreleased == []  # SC-3: none without a release in force
-    assert len(set(facts.outcomes)) == len(facts.outcomes)
-    assert set(facts.outcomes) <= set(facts.reserved)
-    reported, recorded, _ = read_reports(fleet.reports)
-    assert reported - set(facts.reserved) == set()  # no returned append lost
-    assert recorded - set(facts.outcomes) == set()
-    assert table_count(admin, "reservations", name) == len(facts.reserved)
-    assert table_count(admin, "rows", name) == len(facts.outcomes)  # SC-2
-    assert led.verify_chain() is None
-    assert verify(led) == []
-    decisions = Counter(d.value for d in decide_all(replay(led)).values())
-    assert set(decisions) <= FINAL, decisions  # the work is finished
-    assert sum(decisions.values()) == TASKS * ROLLOUTS
-    paths = export_files(led, folder / "export")  # SC-5
-    with Ledger.open(paths.out) as copy:
-        assert copy.head() == led.head()
-        assert verify(copy) == []
-    return facts, reported, recorded
+def _workers(run: WorkersRun) -> list[Any]:
+    with Ledger.open(run.url) as led:
+        return WorkBoard.of(led).workers()
+
+
+def _assert_whole(run: WorkersRun, code: int) -> None:
+    """SC-3 and SC-5 after the run: once each, nothing unreleased, verify, check."""
+    with Ledger.open(run.url) as led:
+        facts = log_facts(led)
+    reserved = Counter(facts.reserved)
+    outcomes = Counter(facts.outcomes)
+    assert [k for k, n in reserved.items() if n > 1] == []  # no attempt twice
+    assert [k for k, n in outcomes.items() if n > 1] == []  # no answer twice
+    assert facts.unreleased == []
+    assert set(outcomes) == set(reserved)  # each reservation came with its row
+    assert run.invoke("verify", run.url).exit_code == 0
+    assert run.invoke("check", run.url).exit_code == code
 
 
 @pytest.fixture
-def big_run(pg_url: str) -> Any:
-    run = PgRun.create(pg_url, tasks=TASKS, rollouts=ROLLOUTS)
+def workers_run(tmp_path: Path, pg_url: str) -> Iterator[WorkersRun]:
+    run = WorkersRun(tmp_path, pg_url, tasks=8, rollouts=4)
+    run.create()
     try:
         yield run
     finally:
-        run.close()
+        run.stop_all()
 
 
-@pytest.mark.slow
-def test_sc_3_eight_worker_processes_share_one_run_while_the_coordinator_replans(
-    big_run: PgRun, pg_admin: Admin, tmp_path: Path
+def test_issue_29_sc_4_a_coordinator_and_four_workers_complete_a_run(
+    workers_run: WorkersRun,
 ) -> None:
-    resume(big_run.coordinator(), big_run.config, big_run.global_config)
-    fleet = Fleet(big_run, tmp_path)
-    try:
-        for slot in range(SLOTS):
-            fleet.start(slot)
-        resumes = coordinate(big_run, fleet, kill_at=[], rng=random.Random(SEED))
-        fleet.finish()
-    finally:
-        fleet.close()
-    assert resumes == 0
-    facts, reported, recorded = check_the_log(big_run, fleet, pg_admin, tmp_path)
-    # No worker died: every reservation has its outcome, and every one was
-    # reported by the worker that made it.
-    assert set(facts.reserved) == set(facts.outcomes) == reported == recorded
-    assert len(facts.reserved) > TASKS * ROLLOUTS  # replan released the retries
+    coordinator = workers_run.coordinator()
+    workers = [workers_run.worker(f"w{i}") for i in range(4)]
+    code, last = _last(coordinator)
+    assert code in (0, 76)
+    assert last["role"] == "coordinator"
+    assert last["exit_code"] == code
+    assert last["released"] >= 32  # every rollout's first attempt at least
+    ended = [_last(worker) for worker in workers]
+    assert {c for c, _ in ended} <= {0, 75, 76}
+    assert sum(doc["total_rows"] for _, doc in ended) >= 32  # they shared the work
+    _assert_whole(workers_run, code)
+    status = json.loads(workers_run.ok("status", workers_run.url, "--json").stdout)
+    assert len(status["workers"]) == 4
+    assert {w["state"] for w in status["workers"]} <= {"done", "stopped"}
+    assert sum(w["rows_recorded"] for w in status["workers"]) == sum(
+        doc["total_rows"] for _, doc in ended
+    )
 
 
-@pytest.mark.slow
-def test_sc_5_workers_sigkilled_at_random_instants_and_new_ones_finish(
-    big_run: PgRun, pg_admin: Admin, tmp_path: Path
+def test_issue_29_a_worker_killed_mid_batch_then_started_again_loses_nothing(
+    workers_run: WorkersRun,
 ) -> None:
-    rng = random.Random(SEED)
-    resume(big_run.coordinator(), big_run.config, big_run.global_config)
-    first = big_run.coordinator().head()[0]
-    kill_at = sorted(rng.sample(range(first + 200, first + 4000), 5))
-    fleet = Fleet(big_run, tmp_path)
-    try:
-        for slot in range(SLOTS):
-            fleet.start(slot)
-        coordinate(big_run, fleet, kill_at=kill_at, rng=rng)
-        fleet.finish()
-    finally:
-        fleet.close()
-    assert fleet.killed == 5
-    facts, _, recorded = check_the_log(big_run, fleet, pg_admin, tmp_path)
-    # A killed worker's reservation may stay without an outcome (REC-4); no
-    # more of them than the killed workers could hold, and none was reported
-    # recorded.
-    orphans = set(facts.reserved) - set(facts.outcomes)
-    assert len(orphans) <= fleet.killed * WorkerJob.batch
-    assert orphans.isdisjoint(recorded)
+    """SIGKILL of a worker mid-batch: its work is offered again, its rows adopted."""
+    coordinator = workers_run.coordinator()
+    victim = workers_run.worker("victim", delay=0.4)
+    other = workers_run.worker("other", delay=0.1)
+    output = workers_run.folder / "work" / "victim" / "rounds" / "1" / "output.jsonl"
+    failures = output.with_name("output_failures.jsonl")
+
+    def wrote() -> bool:
+        return any(p.exists() and p.stat().st_size for p in (output, failures))
+
+    _until(wrote)
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.wait()
+    # The coordinator sees its lock gone and offers its claimed work again.
+    _until(lambda: any(w.state == "gone" for w in _workers(workers_run)))
+    again = workers_run.worker("victim")  # the same work folder: adopts its rows
+    code, last = _last(coordinator)
+    assert [r["offered_again"] >= 0 for r in last["reaped"]] == [True]
+    for worker in (other, again):
+        _last(worker)
+    _assert_whole(workers_run, code)
+    assert code in (0, 76)
+
+
+def test_issue_29_a_worker_whose_session_ended_stops_and_its_work_goes_on(
+    workers_run: WorkersRun, pg_admin: psycopg.Connection[Any]
+) -> None:
+    """pg_terminate_backend of a live worker's session: it records nothing more."""
+    coordinator = workers_run.coordinator()
+    worker = workers_run.worker("cut", delay=0.3)
+    _until(lambda: any(w.holding for w in _workers(workers_run)))
+    found = pg_admin.execute(
+        f"SELECT backend_pid FROM {SCHEMA}.workers WHERE state = 'working'"
+    ).fetchall()
+    assert len(found) == 1
+    pg_admin.execute("SELECT pg_terminate_backend(%s)", (found[0][0],))
+    code, last = _last(worker)
+    assert (code, last["stop"]) == (75, "session_lost")
+    assert worker.poll() is not None  # its process stopped, not only its session
+    _until(lambda: any(w.state == "gone" for w in _workers(workers_run)))
+    rescuer = workers_run.worker("rescuer")
+    end, _ = _last(coordinator)
+    _last(rescuer)
+    _assert_whole(workers_run, end)
+    assert end in (0, 76)

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from cli.commands.coordinating import is_url, store_options
+from cli.commands.workers import run_on_store
 from cli.common import (
     config_options,
     count,
@@ -131,10 +133,11 @@ _STOPS = {
     is_flag=True,
     help="Print one JSON line per round instead (its keys: docs/json.md).",
 )
+@store_options
 @click.argument(
     "command",
     nargs=-1,
-    required=True,
+    required=False,
     type=click.UNPROCESSED,
     metavar="-- COMMAND [ARGS]...",
 )
@@ -156,6 +159,7 @@ def run(
     dry_run: bool,
     as_json: bool,
     command: tuple[str, ...],
+    **store: Any,  # --worker, --batch, --workdir, --wait: a run URL's
 ) -> None:
     """Resume, run COMMAND on the plan, record its rows as they land; repeat.
 
@@ -177,10 +181,16 @@ def run(
     records what it wrote first, nothing twice. A collector that records
     nothing in 2 rounds in a row stops run (exit 3), saying why.
 
+    On a run URL (PostgreSQL) run coordinates: it releases work to workers
+    (--worker, on any node: claim --batch attempts, run COMMAND, record); given
+    COMMAND it starts one worker too (docs/postgres-run.md).
+
     \b
     Example:
       rollout-ledger run results/rollouts.jsonl --config collection.yaml \\
           --global-config servers.yaml -- python collect.py {plan} {output}
+      rollout-ledger run 'postgresql://me@db:5432/runs?run=eval1' --config \\
+          collection.yaml --worker -- python collect.py {plan} {output}
       rollout-ledger run results/rollouts.jsonl --config collection.yaml \\
           --global-config servers.yaml -- ng_collect_rollouts \\
           +input_jsonl_fpath={plan} +output_jsonl_fpath={output}
@@ -193,6 +203,9 @@ def run(
     from cli.launch.collector import ProcessLauncher, collector_stdout
 
     argv = list(command[1:] if command[:1] == ("--",) else command)
+    if store["worker"] or is_url(out):  # a run URL (issue 29)
+        run_on_store(out, argv, click.get_current_context().params)
+        return
     if not argv:
         raise click.UsageError("give the collector's command after --")
     warning = sidecar_warning(argv)

@@ -165,6 +165,7 @@ def status(
     Rules: CLI-6, REC-41.
     """
     import projections
+    from cli.commands.coordinating import workers_document, workers_lines
     from cli.render.text import coverage_lines, run_lines
 
     if dry_run and not publish:
@@ -191,13 +192,14 @@ def status(
                 for h in found.held
             ),
         )
+        workers = workers_document(led)  # a run on PostgreSQL (issue 29)
     for row in found.changed:  # R-7: on stderr, --json too
         click.echo(
             f"rollout-ledger: warning: {row}; run `rollout-ledger verify`", err=True
         )
     document = status_document(found, publish=publish, dry_run=dry_run, metrics=as_json)
     if as_json:
-        echo_json(document | choices_document(choices))
+        echo_json(document | choices_document(choices) | {"workers": workers})
         return
     repairs = document["pending_repairs"]
     lines = metrics_text(found)
@@ -206,6 +208,7 @@ def status(
     lines += [f"pending repairs ({len(repairs)}):"] if repairs else []
     lines += [f"  {r['file']} line {r['line']}: {r['what']}" for r in repairs]
     lines += [f"waiting to be adopted: {found.adopt}"] if found.adopt else []
+    lines += workers_lines(workers)
     if found.published:
         lines.append("published files rewritten from the log")
     elif dry_run:

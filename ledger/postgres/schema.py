@@ -15,7 +15,14 @@ from psycopg import errors as pg_errors
 
 from ledger.errors import CorruptLedger, LedgerError, Refused, StorageError
 
-__all__ = ["LOCK_NAMESPACE", "MIGRATIONS", "PG_SCHEMA_VERSION", "SCHEMA", "migrate"]
+__all__ = [
+    "LOCK_NAMESPACE",
+    "MIGRATIONS",
+    "PG_SCHEMA_VERSION",
+    "SCHEMA",
+    "WORKER_NAMESPACE",
+    "migrate",
+]
 
 SCHEMA = "rollout_ledger"
 PACKAGE_VERSION = "0.1.0"
@@ -23,6 +30,9 @@ PACKAGE_VERSION = "0.1.0"
 #: for migrations, or derived from the run name for the run lock, SC-4), so
 #: they never collide with another application's single-key advisory locks.
 LOCK_NAMESPACE = 0x526C6472  # "Rldr"
+#: The first key of a worker's own advisory lock (issue 29); the second is
+#: derived from the run and the worker's name.
+WORKER_NAMESPACE = 0x526C6477  # "Rldw"
 
 _RUNS_EVENTS_META = (
     f"CREATE TABLE {SCHEMA}.meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -153,6 +163,43 @@ _STAGE_RESERVATIONS = (
         PRIMARY KEY (run, task, rollout, attempt, stage))""",
 )
 
+_WORKERS = (
+    # Issue 29: the workers of a run and the work its coordinator offers them.
+    # Neither is part of the log (nothing here is hashed or exported): the
+    # log holds what was released, reserved and recorded; these say who works
+    # on what now. A worker holds a session advisory lock of its own
+    # (``lock_key`` under WORKER_NAMESPACE) while it lives; ``backend_pid``
+    # is its session's server process, so its lock is found in pg_locks.
+    f"""CREATE TABLE {SCHEMA}.workers (
+        run TEXT NOT NULL,
+        worker TEXT NOT NULL,
+        host TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        started TIMESTAMPTZ NOT NULL DEFAULT now(),
+        last_heard TIMESTAMPTZ NOT NULL DEFAULT now(),
+        backend_pid INTEGER NOT NULL,
+        lock_key INTEGER NOT NULL,
+        rows_recorded BIGINT NOT NULL DEFAULT 0,
+        state TEXT NOT NULL,
+        ended TIMESTAMPTZ,
+        PRIMARY KEY (run, worker))""",
+    # One row per released attempt (kind ``dispatch``) or re-judgment
+    # (``rejudge``) offered in the release epoch ``epoch``; ``worker`` is who
+    # claimed it (NULL: claimable), ``done`` once its batch ended.
+    f"""CREATE TABLE {SCHEMA}.work (
+        run TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        task BIGINT NOT NULL,
+        rollout BIGINT NOT NULL,
+        attempt BIGINT NOT NULL,
+        epoch BIGINT NOT NULL,
+        worker TEXT,
+        claimed_at TIMESTAMPTZ,
+        done BOOLEAN NOT NULL DEFAULT false,
+        PRIMARY KEY (run, kind, task, rollout, attempt))""",
+    f"CREATE INDEX work_by_worker ON {SCHEMA}.work (run, worker)",
+)
+
 #: Named migrations, applied in order and recorded; never edit or reorder one.
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("0001_runs_events_and_meta", _RUNS_EVENTS_META),
@@ -163,6 +210,7 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("0006_run_files", _RUN_FILES),
     ("0007_run_fences", _RUN_FENCES),
     ("0008_stage_reservations", _STAGE_RESERVATIONS),
+    ("0009_workers", _WORKERS),
 )
 PG_SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -1,19 +1,23 @@
 """The operations that change a run: create, resume, record a plan file,
 import and adopt, approve / policy / budget / extend, the ``run`` loop and its
-rounds, publish, and the snapshots a writer keeps. Uses the read rooms.
+rounds, a PostgreSQL run's coordinator and workers, publish, and the snapshots
+a writer keeps. Uses the read rooms.
 """
 
 from ledger import lazy_exports
 
 __all__ = [
     "Approval",
+    "CoordinatorReport",
     "CreatedRun",
     "ImportResult",
     "Launcher",
     "Resume",
     "RoundProgress",
     "RoundReport",
+    "WorkerReport",
     "approve_held",
+    "coordinate",
     "create_run",
     "expand_dataset",
     "import_run",
@@ -28,6 +32,7 @@ __all__ = [
     "run_rounds",
     "set_policy",
     "status",
+    "work_batches",
 ]
 
 __getattr__, __dir__ = lazy_exports(
@@ -35,7 +40,11 @@ __getattr__, __dir__ = lazy_exports(
     {
         "note_commands": "projections.operations.driving",
         "Approval": "projections.operations.operator",
+        "CoordinatorReport": "projections.operations.coordinator",
         "CreatedRun": "projections.operations.create",
+        "WorkerReport": "projections.operations.work",
+        "coordinate": "projections.operations.coordinator",
+        "work_batches": "projections.operations.work",
         "ImportResult": "projections.operations.importing",
         "Launcher": "projections.operations.run_loop",
         "Resume": "projections.operations.resuming",

@@ -359,6 +359,8 @@ class RoundRecorder:
         return self._refused
 
     def _relative(self, path: str) -> str:
+        if self.ledger.folder is None:  # a worker's round, on its own node's disk
+            return path
         folder = self.ledger.paths.folder
         try:
             return Path(path).relative_to(folder).as_posix()

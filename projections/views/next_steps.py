@@ -70,6 +70,8 @@ def read_noted(paths: RunPaths) -> NotedCommands:
 
 def _shown(path: str) -> str:
     """``path`` relative to here when it is below here, else as it is."""
+    if "://" in path:  # a run URL: never a path (relpath would fold its "//")
+        return path
     try:
         relative = os.path.relpath(path)
     except ValueError:
