@@ -28,7 +28,8 @@ from bench.recorder_rate import create_p7_run, p7_ours, p7_rows
 from cli.render.progress import RoundProgressLine
 from ledger import Ledger, RunLock, derived_rollout_id
 from ledger.events import AttemptsReleased
-from projections.operations.round_files import Recorded, RoundFiles, RoundRecorder
+from projections.operations.recorded import Recorded
+from projections.operations.round_files import RoundFiles, RoundRecorder
 from projections.operations.run_loop import POLL_SECONDS, RoundProgress
 
 __all__ = ["run_baseline", "run_ours", "run_progress"]

@@ -61,13 +61,13 @@ if TYPE_CHECKING:
         Expanded,
         expand_dataset,
     )
-    from projections.operations.driving import note_commands
     from projections.operations.importing import (
         ImportResult,
         StoreImport,
         import_into_store,
         import_run,
     )
+    from projections.operations.keep import note_commands
     from projections.operations.operator import (
         Approval,
         OperatorResult,
@@ -81,11 +81,10 @@ if TYPE_CHECKING:
         resume_with_plan_file,
     )
     from projections.operations.publishing import publish, status
+    from projections.operations.recorded import Recorded, Refusal
     from projections.operations.release import replan
     from projections.operations.resuming import Resume, resume
     from projections.operations.round_files import (
-        Recorded,
-        Refusal,
         RoundFiles,
         next_round_files,
     )
@@ -249,7 +248,7 @@ __all__ = [
 #: (P-4, P-6): a resume loads the modules it runs, not the report's, the
 #: history's or the importer's.
 _LAZY = {
-    "note_commands": "projections.operations.driving",
+    "note_commands": "projections.operations.keep",
     "held_choices": "projections.views.next_steps",
     "NextSteps": "projections.views.next_steps",
     "HeldChoices": "projections.views.next_steps",
@@ -300,9 +299,9 @@ _LAZY = {
     "Plan": "projections.decisions.plan",
     "REASON_LABELS": "projections.words.describe",
     "RULE_WORDS": "projections.words.describe",
-    "Recorded": "projections.operations.round_files",
+    "Recorded": "projections.operations.recorded",
     "RecordedOutcomes": "projections.operations.plan_file",
-    "Refusal": "projections.operations.round_files",
+    "Refusal": "projections.operations.recorded",
     "RejudgeItem": "projections.decisions.plan",
     "ResultRows": "projections.views.results",
     "Resume": "projections.operations.resuming",

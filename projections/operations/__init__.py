@@ -38,7 +38,7 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "note_commands": "projections.operations.driving",
+        "note_commands": "projections.operations.keep",
         "Approval": "projections.operations.operator",
         "CoordinatorReport": "projections.operations.coordinator",
         "CreatedRun": "projections.operations.create",

@@ -1,15 +1,28 @@
-"""What a writer keeps beside the log: the fold's snapshots (EV-14, P-8).
+"""What a writer keeps beside the log: the fold's snapshots (EV-14, P-8), and
+how the run was last driven (issue 28).
 
 The read rooms make a snapshot's bytes (``snapshot_bytes``, ``left_bytes``)
 and never store them; the operations that hold a writer store them here,
 and choose when (``replay_kept``: a replay that folded a long tail).
+
+``create``, ``resume`` and ``run`` note their configuration files and ``run``
+its collector's command in ``commands.json`` in the ledger folder, so that a
+hint (``check``'s, ``status``'s, the report's) prints the command whole. A
+collector command with anything credential-shaped in it is not noted at all
+(no credential byte is written anywhere): the hints then show a placeholder.
+A note that cannot be written costs a placeholder, never the command.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
+from pathlib import Path
 
-from ledger import Ledger
+import msgspec
+
+from ledger import Ledger, RunPaths, credential_named, redact_secrets
 from ledger.collector_files.inputs_seen import InputsSeen
 from ledger.policy.model import RecoveryPolicy
 from projections.decisions.completion import Coverage
@@ -19,8 +32,16 @@ from projections.fold.reading import KEEP_AFTER, replay_counted
 from projections.fold.settled import settle
 from projections.fold.snapshot import CODE_VERSION, snapshot_bytes
 from projections.fold.state import RunState
+from projections.views.next_steps import COMMANDS_FILE, NotedCommands, read_noted
 
-__all__ = ["replay_kept", "save_left", "save_open", "save_snapshot"]
+__all__ = [
+    "note_commands",
+    "replay_kept",
+    "save_left",
+    "save_open",
+    "save_snapshot",
+    "speaks_of_credentials",
+]
 
 
 def save_snapshot(ledger: Ledger, state: RunState, policy: RecoveryPolicy) -> None:
@@ -77,3 +98,40 @@ def replay_kept(ledger: Ledger) -> RunState:
     if done.tail >= KEEP_AFTER and ledger.writable:
         save_snapshot(ledger, done.state, done.policy)
     return done.state
+
+
+def speaks_of_credentials(argv: Sequence[str]) -> bool:
+    """Whether any argument names or holds something credential-shaped."""
+    for arg in argv:
+        key, sep, _ = arg.lstrip("+-").partition("=")
+        named = (sep or arg.startswith("-")) and key
+        if named and credential_named(key.rsplit(".", 1)[-1]):
+            return True
+        if redact_secrets(arg) != arg:
+            return True
+    return False
+
+
+def note_commands(
+    paths: RunPaths,
+    *,
+    config: Path | str | None,
+    global_configs: Sequence[Path | str] = (),
+    collector: Sequence[str] | None = None,
+) -> None:
+    """Note the configuration files (and ``run``'s collector) for the hints."""
+    kept = read_noted(paths)
+    argv = kept.collector if collector is None else list(collector)
+    if argv is not None and speaks_of_credentials(argv):
+        argv = None
+    noted = NotedCommands(
+        config=None if config is None else str(Path(config).absolute()),
+        global_configs=[str(Path(p).absolute()) for p in global_configs],
+        collector=argv,
+        cwd=os.getcwd(),
+    )
+    target = paths.ledger_dir / COMMANDS_FILE
+    temporary = target.with_name(f".{COMMANDS_FILE}.tmp")
+    with suppress(OSError):
+        temporary.write_bytes(msgspec.json.encode(noted))
+        os.replace(temporary, target)

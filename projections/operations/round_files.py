@@ -20,10 +20,8 @@ is recorded.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-from collections import Counter
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
@@ -43,11 +41,9 @@ from ledger import (
 from ledger.events import RowRefused
 from ledger.policy.model import RecoveryPolicy
 from ledger.rows.facts import RowFacts
-from ledger.rows.policy_rules import kind_side
+from projections.operations.recorded import FailureSides, Recorded, Refusal
 
 __all__ = [
-    "Recorded",
-    "Refusal",
     "RoundFiles",
     "RoundRecorder",
     "latest_round",
@@ -141,55 +137,6 @@ def recorded_whole(files: RoundFiles) -> bool:
     except (OSError, ValueError):
         return False
     return bool(noted == _shapes(files))
-
-
-class Refusal(msgspec.Struct, frozen=True):
-    """A line of a collector's file that was not recorded, and why.
-
-    ``length`` and ``sha256`` are of the line's bytes (``sha256`` is ``None``
-    where a rewritten file left no line to hash).
-    """
-
-    file: str
-    line: int
-    message: str
-    length: int = 0
-    sha256: str | None = None
-
-
-class Recorded(msgspec.Struct):
-    """What recording a round's lines did: rows recorded and skipped, refusals.
-
-    ``failures`` counts the failure rows recorded by side, in words
-    (``model``, ``infrastructure``, ``unknown``), for ``run``'s progress.
-    """
-
-    rows: int = 0
-    skipped: int = 0
-    events: dict[str, int] = msgspec.field(default_factory=dict)
-    refused: list[Refusal] = msgspec.field(default_factory=list)
-    failures: dict[str, int] = msgspec.field(default_factory=dict)
-
-    def add(self, other: Recorded) -> None:
-        """Count ``other`` in."""
-        self.rows += other.rows
-        self.skipped += other.skipped
-        self.events = dict(
-            sorted((Counter(self.events) + Counter(other.events)).items())
-        )
-        self.refused += other.refused
-        if other.failures:
-            self.failures = dict(
-                sorted((Counter(self.failures) + Counter(other.failures)).items())
-            )
-
-
-#: A failure's side in the words ``status`` and the report use.
-_SIDE_WORDS = {"evaluation": "infrastructure", "model": "model", None: "unknown"}
-
-
-def _by_side(facts: list[RowFacts], policy: RecoveryPolicy | None) -> dict[str, int]:
-    return dict(Counter(_SIDE_WORDS[kind_side(f, policy)] for f in facts))
 
 
 class _Released(msgspec.Struct, frozen=True):
@@ -299,8 +246,8 @@ class RoundRecorder:
     ) -> None:
         self.ledger = ledger
         self.files = files
-        self.policy = policy
-        self.sides = sides  # count failures by side (``run``'s progress)
+        # failures counted by side for ``run``'s progress, under ``policy``
+        self.sides = FailureSides(policy) if sides else None
         self.released = _Released.read(Path(files.plan))
         self.followed = [
             FollowedFile(Path(files.output)),
@@ -375,15 +322,14 @@ class RoundRecorder:
         for line in lines:
             row, why = self._row(line)
             if why is not None:
-                recorded.refused.append(_refusal(name, line.number, why, line.raw))
+                recorded.refused.append(Refusal.of(name, line.number, why, line.raw))
             elif row is not None:
                 rows.append(row)
                 numbers.append(line.number)
                 raw[line.number] = line.raw
-        policy = self.policy if self.sides else _NO_SIDES
-        done = _record_rows(self.ledger, name, rows, numbers, policy)
+        done = _record_rows(self.ledger, name, rows, numbers, self.sides)
         done.refused = [
-            _refusal(r.file, r.line, r.message, raw.get(r.line, b""))
+            Refusal.of(r.file, r.line, r.message, raw.get(r.line, b""))
             for r in done.refused
         ]
         recorded.add(done)
@@ -410,29 +356,20 @@ class RoundRecorder:
         return row, self.released.refusal(row, identified=identified)
 
 
-def _refusal(file: str, line: int, message: str, raw: bytes) -> Refusal:
-    digest = hashlib.sha256(raw).hexdigest()
-    return Refusal(file, line, message, len(raw), digest)
-
-
-#: ``_record_rows``'s policy when failures are not counted by side.
-_NO_SIDES: Any = object()
-
-
 def _record_rows(
     ledger: Ledger,
     name: str,
     rows: list[Any],
     numbers: list[int],
-    policy: RecoveryPolicy | None = _NO_SIDES,
+    sides: FailureSides | None = None,
 ) -> Recorded:
     """``rows`` recorded; a refused row is reported and the others recorded.
 
-    ``policy`` classifies the failures recorded by side (left out: none).
+    ``sides`` counts the failures recorded by side (``None``: not counted).
     """
     recorded = Recorded()
     while rows:
-        failures: list[RowFacts] | None = None if policy is _NO_SIDES else []
+        failures: list[RowFacts] | None = None if sides is None else []
         try:
             counts = record_plan_rows(
                 ledger, rows, lines=numbers, source=name, failures=failures
@@ -441,7 +378,7 @@ def _record_rows(
             if exc.line is None or exc.line not in numbers:
                 raise
             at = numbers.index(exc.line)
-            recorded.add(_record_rows(ledger, name, rows[:at], numbers[:at], policy))
+            recorded.add(_record_rows(ledger, name, rows[:at], numbers[:at], sides))
             why = str(exc.__cause__ or exc)
             recorded.refused.append(Refusal(name, exc.line, why))
             rows, numbers = rows[at + 1 :], numbers[at + 1 :]
@@ -452,7 +389,7 @@ def _record_rows(
                 rows=len(rows) - skipped,
                 skipped=skipped,
                 events=counts,
-                failures={} if failures is None else _by_side(failures, policy),
+                failures=sides.count(failures) if sides and failures else {},
             )
         )
         break

@@ -38,9 +38,9 @@ from ledger.policy.model import RecoveryPolicy
 from projections.operations.keep import replay_kept
 from projections.operations.plan_file import write_plan_file
 from projections.operations.publishing import publish
+from projections.operations.recorded import Recorded
 from projections.operations.resuming import resume
 from projections.operations.round_files import (
-    Recorded,
     RoundFiles,
     RoundRecorder,
     mark_recorded,

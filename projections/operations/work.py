@@ -44,9 +44,9 @@ from ledger.policy.log import policy_from_json
 from projections.decisions.plan import PlanKeys
 from projections.operations.keep import replay_kept
 from projections.operations.plan_file import write_plan_file
+from projections.operations.recorded import Recorded
 from projections.operations.release import build_plan
 from projections.operations.round_files import (
-    Recorded,
     RoundFiles,
     RoundRecorder,
     mark_recorded,
