@@ -171,6 +171,7 @@ if TYPE_CHECKING:
     from projections.fold.state import Judgment, RolloutState
     from projections.operations.keep import save_open, save_snapshot
     from projections.operations.release import read_materialized
+    from projections.report.charts import failures_svg, per_task_svg, text_width
     from projections.views.published import rendered_files
 
 
@@ -262,6 +263,7 @@ __all__ = [
     "encode_rows",
     "event_views",
     "export_files",
+    "failures_svg",
     "figures_of_scores",
     "files_module",
     "find_interpolations",
@@ -298,6 +300,7 @@ __all__ = [
     "pack_scores",
     "parse_approvals",
     "pass_at_k",
+    "per_task_svg",
     "policy_changes",
     "policy_from_events",
     "policy_from_json",
@@ -330,6 +333,7 @@ __all__ = [
     "split_key",
     "still_seen",
     "t_quantile_975",
+    "text_width",
     "to_plain",
     "unpack_scores",
     "updated",

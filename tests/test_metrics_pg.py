@@ -35,4 +35,6 @@ def test_sc_1_status_and_results_metrics_on_a_run_url(
         "k": 1,
         "value": 0.5,
         "tasks": 3,
+        "of_tasks": 3,
+        "tasks_left_out": 0,
     }

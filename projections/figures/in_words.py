@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 
-from projections.figures.metrics import RewardMetrics
+from projections.figures.metrics import PassAtK, RewardMetrics
 
-__all__ = ["metrics_lines"]
+__all__ = ["metrics_lines", "pass_coverage"]
 
 _DASH = "\u2013"  # an en dash between an interval's ends
 
@@ -105,15 +105,41 @@ def _zeros_note(m: RewardMetrics) -> str:
     return f"; {_plural(zeros, 'rollout')} counted as zero" if zeros else ""
 
 
+def pass_coverage(p: PassAtK, *, zeros: int = 0) -> str:
+    """The tasks a pass@k covers, in words: ``56 of 75 tasks: the 19 others
+    have fewer than 4 scored rollouts`` (``75 tasks`` when it covers them all).
+
+    ``zeros``: the zeros the counting options added (then the values are
+    "rollouts in the mean", not all of them scored).
+    """
+    if not p.tasks_left_out:
+        return _plural(p.tasks, "task")
+    values = "rollouts in the mean" if zeros else "scored rollouts"
+    others = (
+        "the other has" if p.tasks_left_out == 1
+        else f"the {p.tasks_left_out} others have"
+    )  # fmt: skip
+    return f"{p.tasks} of {p.of_tasks} tasks: {others} fewer than {p.k} {values}"
+
+
 def _pass_line(m: RewardMetrics) -> str:
-    tasks = {p.tasks for p in m.pass_at_k}
     correct = f"correct: reward ≥ {m.correct_at:g}"
-    if len(tasks) == 1:  # every task has every k
+    zeros = m.failure_classes_counted_as_zero + m.missing_counted_as_zero
+    if all(not p.tasks_left_out for p in m.pass_at_k):  # every task has every k
         figures = ", ".join(f"pass@{p.k} {p.value:.2f}" for p in m.pass_at_k)
-        (count,) = tasks
+        count = m.pass_at_k[0].tasks
         return f"{figures} ({correct}; {_plural(count, 'task')}{_zeros_note(m)})"
+    # The ks that cover the same tasks share one note, after the last of them.
+    groups: list[list[PassAtK]] = []
+    for p in m.pass_at_k:
+        if groups and groups[-1][0].tasks == p.tasks:
+            groups[-1].append(p)
+        else:
+            groups.append([p])
     figures = ", ".join(
-        f"pass@{p.k} {p.value:.2f} ({_plural(p.tasks, 'task')})" for p in m.pass_at_k
+        ", ".join(f"pass@{p.k} {p.value:.2f}" for p in group)
+        + f" ({pass_coverage(group[0], zeros=zeros)})"
+        for group in groups
     )
     return f"{figures}; {correct}{_zeros_note(m)}"
 

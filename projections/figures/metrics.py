@@ -72,11 +72,32 @@ class TaskMean(msgspec.Struct, frozen=True):
 
 
 class PassAtK(msgspec.Struct, frozen=True):
-    """pass@k averaged over the ``tasks`` that have at least k values."""
+    """pass@k averaged over the ``tasks`` that have at least k values.
+
+    ``of_tasks``: the tasks with a value at all (pass@1's); the
+    ``tasks_left_out`` others have fewer than k values, so pass@k says nothing
+    of them.
+    """
 
     k: int
     value: float
     tasks: int
+    of_tasks: int
+
+    @property
+    def tasks_left_out(self) -> int:
+        """The tasks with a value but fewer than k: not in this pass@k."""
+        return self.of_tasks - self.tasks
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{k, value, tasks, of_tasks, tasks_left_out}`` (``--json``)."""
+        return {
+            "k": self.k,
+            "value": self.value,
+            "tasks": self.tasks,
+            "of_tasks": self.of_tasks,
+            "tasks_left_out": self.tasks_left_out,
+        }
 
 
 class RewardMetrics(msgspec.Struct, frozen=True, kw_only=True):
@@ -172,7 +193,7 @@ class RewardMetrics(msgspec.Struct, frozen=True, kw_only=True):
             },
             "pass_at_k": {
                 "correct_when": f"reward >= {self.correct_at:g}",
-                "values": [msgspec.to_builtins(p) for p in self.pass_at_k],
+                "values": [p.to_dict() for p in self.pass_at_k],
                 "counting": counting,
             },
         }

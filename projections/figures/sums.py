@@ -282,8 +282,9 @@ def _median(sums: ValueSums) -> float:
     return (at(n // 2 - 1) + at(n // 2)) / 2
 
 
-def _pass_at_k(tasks: Sequence[TaskFigure]) -> list[tuple[int, float, int]]:
+def _pass_at_k(tasks: Sequence[TaskFigure]) -> list[tuple[int, float, int, int]]:
     groups = Counter((t.rollouts, t.correct) for t in tasks if t.rollouts)
+    every = sum(groups.values())  # the tasks with a value: pass@1's
     largest = max((n for n, _ in groups), default=0)
     if largest < 2:
         return []  # no task repeats: pass@k says nothing the mean does not
@@ -300,14 +301,15 @@ def _pass_at_k(tasks: Sequence[TaskFigure]) -> list[tuple[int, float, int]]:
             ),
             Fraction(0),
         )
-        found.append((k, float(total / tasks_k), tasks_k))
+        found.append((k, float(total / tasks_k), tasks_k, every))
     return found
 
 
 def summary(figures: Figures) -> dict[str, Any]:
     """The figures: ``RewardMetrics``' fields from ``n`` to ``pass_at_k``, with
     ``per_task`` as ``(task, rollouts, mean)`` and ``pass_at_k`` as ``(k, value,
-    tasks)`` tuples."""
+    tasks, of_tasks)`` tuples: ``tasks`` have at least k values, of the
+    ``of_tasks`` that have one."""
     sums = figures.sums
     n = sums.n
     mean = float(Fraction(sums.sx)) / n if n else None

@@ -32,6 +32,8 @@ from ledger import events as ev
 from projections.browse.header import Evaluated, evaluated
 from projections.decisions.completion import Coverage, coverage
 from projections.decisions.rules import DECISION_VALUES, Decision
+from projections.figures.in_words import pass_coverage
+from projections.figures.metrics import PassAtK
 from projections.fold.state import RunState
 from projections.report.charts import (
     COLORS,
@@ -287,6 +289,28 @@ def _header(found: Evaluated) -> dict[str, Any]:
     }
 
 
+def _pass_at_k(metrics: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """Each pass@k with the tasks it covers in words (status's)."""
+    if not metrics or not metrics.get("pass_at_k"):
+        return []
+    block = metrics["pass_at_k"]
+    counting = block.get("counting", {})
+    zeros = counting.get("failure_classes_counted_as_zero", 0) + counting.get(
+        "missing_counted_as_zero", 0
+    )
+    found = []
+    for p in block["values"]:
+        entry = PassAtK(p["k"], p["value"], p["tasks"], p.get("of_tasks", p["tasks"]))
+        found.append(
+            {
+                "k": entry.k,
+                "value": entry.value,
+                "covers": pass_coverage(entry, zeros=zeros),
+            }
+        )
+    return found
+
+
 def report_context(
     state: RunState,
     events: Iterable[ev.StoredEvent],
@@ -328,6 +352,7 @@ def report_context(
         "coverage_svg": coverage_svg(cover.decisions),
         "metrics": metrics,
         "per_task_svg": per_task_svg(metrics),
+        "pass_at_k": _pass_at_k(metrics),
         "grid": grid,
         "trails": trails.trails(content),
         "preview": PREVIEW,
