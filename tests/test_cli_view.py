@@ -85,8 +85,8 @@ def test_cli_6_status_prints_the_summary_coverage_and_held(mixed: CliRun) -> Non
         "  recovery policy: defaults (0 changes)\n"
         "  configuration changes accepted 0, identity overrides 0\n"
         f"{head}\n"
-        "where the 6 rollouts stand (after event 15; docs/glossary.md explains "
-        "each word):\n"
+        "where the 6 rollouts stand (after event 15; `rollout-ledger explain` says "
+        "what each word means):\n"
         "  retry            1  (failed 1)\n"
         "  complete         4  (graded 3, settled as zero 1)\n"
         "  held             1  (answer kept 1)\n"
@@ -94,10 +94,21 @@ def test_cli_6_status_prints_the_summary_coverage_and_held(mixed: CliRun) -> Non
         "tasks: 1 with every rollout complete, 2 partly, 0 with none\n"
         "masked results 0, rollouts suspected of looping on free attempts 0\n"
         "failure kinds of unfinished rollouts: session_lost 2\n"
-        "held (1):\n"
+        "held (1), each with the command that runs it again:\n"
         "  task 0 rollout 1 attempt 0: held: the sandbox session was lost "
         "(infrastructure); kept an answer; waits for an operator's approval; "
         "0 of 3 counted failures\n"
+        f"    rollout-ledger approve {mixed.out} --task 0 --rollout 1 --attempt 0 "
+        '--reason "<why>"\n'
+        "1 of them kept an answer, so there are two choices: run again (the "
+        "commands above; the saved answer is discarded), or grade the saved answer "
+        "with the judge, by failure kind (the dry run names each rollout that moves "
+        "from held to re-judged; without --dry-run the next round grades them):\n"
+        f"  session_lost (1 rollout): rollout-ledger policy {mixed.out} --add "
+        'regrade_kinds=session_lost --reason "<why>" --dry-run\n'
+        "every held rollout at once (run again; the dry run lists them, without "
+        f"--dry-run it records the approvals): rollout-ledger approve {mixed.out} "
+        '--all-held --reason "<why>" --dry-run\n'
     )
     assert head.startswith("  log: 15 events, head ")
     assert snapshot(mixed) == before  # EV-12: a reader never writes
@@ -115,6 +126,7 @@ def test_cli_6_status_json_has_run_and_coverage(mixed: CliRun) -> None:
         "waiting",
         "metrics",
         "publish",  # null without --publish
+        "held_choices",  # issue 28: each held rollout's commands
         "workers",  # null for a run in files (issue 29)
     }
     assert status["coverage"]["decisions"] == {
@@ -177,8 +189,10 @@ def test_cli_7_check_is_75_while_some_work_is_retryable(mixed: CliRun) -> None:
     assert result.stdout == ""
     assert result.stderr == (
         "rollout-ledger: the saved results are valid, but 2 of 6 rollouts are "
-        "unfinished (1 held, 1 retry); next: `rollout-ledger approve` / "
-        "`rollout-ledger resume`\n"
+        "unfinished (1 held, 1 retry); next: `rollout-ledger run "
+        f"{mixed.out} {_configs(mixed)} -- <your collector command, with {{plan}} "
+        "and {output}>` / "
+        f"`rollout-ledger status {mixed.out}`\n"
     )
 
 
@@ -187,7 +201,16 @@ def test_cli_7_check_is_76_when_nothing_is_retryable(cli_run: CliRun) -> None:
     result = cli_run.invoke("check", cli_run.out)
     assert result.exit_code == 76
     assert "1 terminal" in result.stderr
-    assert "`rollout-ledger history`" in result.stderr
+    assert f"`rollout-ledger history {cli_run.out} --task 0 --rollout 0`" in (
+        result.stderr
+    )
+
+
+def _configs(run: CliRun) -> str:
+    """The configuration options ``create`` noted for the run's hints."""
+    noted = json.loads((run.ledger_dir / "commands.json").read_text())
+    servers = "".join(f" --global-config {p}" for p in noted["global_configs"])
+    return f"--config {noted['config']}{servers}"
 
 
 # -- CLI-8: history ------------------------------------------------------------------
