@@ -111,11 +111,13 @@ if TYPE_CHECKING:
     from projections.views.results import (
         ChangedRow,
         ResultRows,
+        SelectedRow,
         changed_rows,
         result_rows,
         selected_results,
     )
     from projections.views.status import RunStatus, adopt_note, check_run
+    from projections.views.tables import TABLE_COLUMNS, table_records
     from projections.words.describe import (
         GLOSSARY,
         GLOSSARY_SECTIONS,
@@ -135,6 +137,7 @@ __all__ = [
     "MAX_EXPANDED_ROLLOUTS",
     "REASON_LABELS",
     "RULE_WORDS",
+    "TABLE_COLUMNS",
     "AggregateMetrics",
     "Approval",
     "AuditExport",
@@ -180,6 +183,7 @@ __all__ = [
     "RunCheck",
     "RunState",
     "RunStatus",
+    "SelectedRow",
     "StoreImport",
     "TaskMean",
     "Verification",
@@ -238,6 +242,7 @@ __all__ = [
     "selected_results",
     "set_policy",
     "status",
+    "table_records",
     "verify",
     "verify_run",
     "work_batches",
@@ -312,6 +317,8 @@ _LAZY = {
     "RunCheck": "projections.operations.run_loop",
     "RunState": "projections.fold.state",
     "RunStatus": "projections.views.status",
+    "SelectedRow": "projections.views.results",
+    "TABLE_COLUMNS": "projections.views.tables",
     "StoreImport": "projections.operations.importing",
     "TaskMean": "projections.figures.metrics",
     "Verification": "projections.views.checks",
@@ -359,6 +366,7 @@ _LAZY = {
     "selected_results": "projections.views.results",
     "set_policy": "projections.operations.settings",
     "status": "projections.operations.publishing",
+    "table_records": "projections.views.tables",
     "verify": "projections.views.checks",
     "verify_run": "projections.views.checks",
 }

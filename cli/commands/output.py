@@ -10,7 +10,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -26,6 +26,9 @@ from cli.common import (
 from cli.render.figures import counting_options, keep_collector_metrics
 from cli.render.progress import working
 from cli.render.text import plural
+
+if TYPE_CHECKING:
+    from projections import MeasuredRows
 
 __all__ = ["export", "head", "results"]
 
@@ -88,9 +91,60 @@ def _sink(out: Path | str, path: Path | None, option: str = "-o") -> Iterator[An
         ) from exc
 
 
+_FORMATS = ("jsonl", "csv", "parquet")
+
+
+def _table_options(
+    table_format: str, fields: tuple[str, ...], output: Path | None
+) -> None:
+    """``--format`` and ``--field``'s usage errors, before the run is read."""
+    import projections
+
+    if fields and table_format == "jsonl":
+        raise click.UsageError(
+            "--field chooses the columns of a table: add --format csv or --format "
+            "parquet (JSONL writes every field of each row)"
+        )
+    for name in fields:
+        if not name:
+            raise click.UsageError("--field needs a field name, e.g. --field id")
+        if name in projections.TABLE_COLUMNS:
+            raise click.UsageError(
+                f"--field {name}: the table already has a {name} column "
+                f"({', '.join(projections.TABLE_COLUMNS)})"
+            )
+    if table_format == "parquet":
+        if output is None:
+            raise click.UsageError(
+                "--format parquet writes a binary file, not text for a terminal or "
+                "a pipe: give -o FILE, e.g. -o results.parquet"
+            )
+        from cli.render.tables import parquet_module
+
+        parquet_module()  # pyarrow is an extra: say so before reading the run
+
+
 @click.command()
 @out_argument
-@output_option("Write to FILE, not stdout.", path_type=_OUTPUT)
+@output_option("Write to FILE, not stdout (-o -: stdout).", path_type=_OUTPUT)
+@click.option(
+    "--format",
+    "table_format",
+    type=click.Choice(_FORMATS),
+    default="jsonl",
+    show_default=True,
+    help="jsonl: each row as saved; csv or parquet: a table, one row per rollout "
+    "(parquet needs -o FILE and the parquet extra).",
+)
+@click.option(
+    "--field",
+    "fields",
+    multiple=True,
+    metavar="NAME",
+    help="With csv or parquet, add a column of each row's field NAME "
+    "(repeatable; a dotted path reads inside, e.g. response.usage.total_tokens). "
+    "An object, a list or a missing field is empty.",
+)
 @click.option("--all", "everything", is_flag=True, help="Add unfinished rollouts.")
 @click.option(
     "--allow-changed",
@@ -109,6 +163,8 @@ def _sink(out: Path | str, path: Path | None, option: str = "-o") -> Iterator[An
 def results(
     out: Path,
     output: Path | None,
+    table_format: str,
+    fields: tuple[str, ...],
     everything: bool,
     allow_changed: bool,
     metrics: Path | None,
@@ -117,7 +173,7 @@ def results(
     quiet: bool,
     as_json: bool,
 ) -> None:
-    """Write the selected result of each rollout as JSONL.
+    """Write the selected result of each rollout, as JSONL or as a table.
 
     In materialized order, each row as saved plus _ng_decision, with reward
     set to the decided score (a settled zero is marked _ng_settled_zero).
@@ -125,6 +181,18 @@ def results(
     --all adds every unfinished rollout with its decision and no reward.
     A row edited since it was recorded stops the output (exit 5, naming its
     file and line) unless --allow-changed.
+
+    --format csv or parquet writes a table instead, one row per rollout
+    (the same rollouts, decisions and rewards), with the columns task,
+    rollout, attempt, decision, reward, failure_kind, failure_side, agent,
+    then one for each --field. An empty cell (null in Parquet) is a value the
+    rollout does not have: no reward, no failure, or a field that is missing
+    or not a string, number or boolean. CSV has a header line; Parquet is
+    typed, is written to -o FILE only, and needs pyarrow, an extra:
+
+    \b
+      pip install 'rollout-ledger[parquet]'
+
     --metrics FILE also writes the figures of the complete rollouts in the
     shape of NeMo Gym's <stem>_aggregate_metrics.json, with the run's reward
     figures and coverage under "rollout_ledger"; the two counting options
@@ -133,6 +201,8 @@ def results(
     \b
     Example:
       rollout-ledger results results/rollouts.jsonl -o selected.jsonl
+      rollout-ledger results results/rollouts.jsonl --format parquet \\
+        -o results.parquet --field response.usage.total_tokens
       rollout-ledger results results/rollouts.jsonl -o selected.jsonl \\
         --metrics selected_aggregate_metrics.json
     \f
@@ -143,6 +213,8 @@ def results(
     import ledger
     import projections
 
+    output = None if output is not None and str(output) == "-" else output
+    _table_options(table_format, fields, output)
     _json_needs_output(as_json, output)
     ledger.check_outputs(out, {"-o": output, "--metrics": metrics})
     keep_collector_metrics(out, metrics)
@@ -157,19 +229,26 @@ def results(
                 count_failure_classes_as_zero=failures_as_zero,
                 count_missing_rollouts_as_zero=missing_as_zero,
             )
-        written = 0
-        with progress(
-            found.rows, length=found.count, label="results", quiet=quiet
-        ) as bar:
-            for row in bar:
-                sink.write(encode(row) + b"\n")
-                written += 1
+        if table_format == "jsonl":
+            written = 0
+            with progress(
+                found.rows, length=found.count, label="results", quiet=quiet
+            ) as bar:
+                for row in bar:
+                    sink.write(encode(row) + b"\n")
+                    written += 1
+            columns = None
+        else:
+            columns = [*projections.TABLE_COLUMNS, *dict.fromkeys(fields)]
+            written = _write_table(table_format, sink, found, columns, quiet=quiet)
     if metrics is not None and found.figures is not None:
         with _sink(out, metrics, "--metrics") as sink:
             document = msgspec.json.encode(found.figures.document())
             sink.write(msgspec.json.format(document) + b"\n")
     summary = {
         "output": str(output),
+        "format": table_format,
+        "columns": columns,
         "rows": written,
         "all": everything,
         "metrics": None if metrics is None else str(metrics),
@@ -177,6 +256,25 @@ def results(
     _written(as_json, output, summary)
     if metrics is not None and not as_json:  # on stderr when rows went to stdout
         click.echo(f"wrote the reward figures to {metrics}", err=output is None)
+
+
+def _write_table(
+    table_format: str,
+    sink: Any,
+    found: MeasuredRows,
+    columns: list[str],
+    *,
+    quiet: bool,
+) -> int:
+    """The table of ``found``'s rollouts, as CSV or Parquet; how many rows."""
+    import projections
+    from cli.render.tables import write_csv, write_parquet
+
+    fields = columns[len(projections.TABLE_COLUMNS) :]
+    records = projections.table_records(found.selected, found.state, fields)
+    write = write_csv if table_format == "csv" else write_parquet
+    with progress(records, length=found.rollouts, label="results", quiet=quiet) as bar:
+        return write(sink, columns, bar)
 
 
 @click.command()

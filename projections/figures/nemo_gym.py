@@ -30,7 +30,7 @@ from projections.decisions.completion import coverage
 from projections.decisions.rules import Decision
 from projections.figures.metrics import metrics_of, unfinished_kind
 from projections.fold.state import RunState
-from projections.views.results import result_rows
+from projections.views.results import SelectedRow, result_rows
 
 __all__ = ["AggregateMetrics", "MeasuredRows", "counted_zeros", "measured_rows"]
 
@@ -235,12 +235,20 @@ class MeasuredRows:
     """``result_rows``' rows, and the metrics document they feed as they stream.
 
     ``figures`` is ``None`` unless asked for; its ``document()`` is whole once
-    ``rows`` is exhausted.
+    the rows are exhausted. Iterate ``selected`` (each row with its rollout and
+    decision) or ``rows`` (the rows alone), once: they are one stream.
     """
 
     count: int
-    rows: Iterator[dict[str, Any]]
+    rollouts: int
+    selected: Iterator[SelectedRow]
+    state: RunState
     figures: AggregateMetrics | None
+
+    @property
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """The rows alone, as ``results`` writes them."""
+        return (selected.row for selected in self.selected)
 
 
 def measured_rows(
@@ -258,19 +266,22 @@ def measured_rows(
     """
     found = result_rows(ledger, **options)
     if not metrics:
-        return MeasuredRows(found.count, found.rows, None)
+        return MeasuredRows(
+            found.count, found.rollouts, found.selected, found.state, None
+        )
     figures = AggregateMetrics(
         found.state,
         found.decisions,
         count_failure_classes_as_zero=count_failure_classes_as_zero,
         count_missing_rollouts_as_zero=count_missing_rollouts_as_zero,
     )
-    return MeasuredRows(found.count, _feeding(found.rows, figures), figures)
+    selected = _feeding(found.selected, figures)
+    return MeasuredRows(found.count, found.rollouts, selected, found.state, figures)
 
 
 def _feeding(
-    rows: Iterable[dict[str, Any]], figures: AggregateMetrics
-) -> Iterator[dict[str, Any]]:
-    for row in rows:
-        figures.add(row)
-        yield row
+    rows: Iterable[SelectedRow], figures: AggregateMetrics
+) -> Iterator[SelectedRow]:
+    for selected in rows:
+        figures.add(selected.row)
+        yield selected

@@ -4,7 +4,9 @@ The selected result of every ``complete`` rollout, in materialized order, read
 from its recorded location (for ``rejudged``, the re-judgment's row), with
 ``_ng_decision`` and ``reward`` set to the decided score. Superseded attempts,
 duplicates and retried masked rows never appear. ``result_rows`` replays and
-decides once, and says how many rows the stream will hold (for a progress bar).
+decides once, and says how many rows the stream will hold (for a progress bar);
+each row comes with its rollout and decision (``SelectedRow``), which the
+tables of ``results`` read.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import hashlib
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -29,6 +31,7 @@ from projections.views.row_lines import RowLines
 __all__ = [
     "ChangedRow",
     "ResultRows",
+    "SelectedRow",
     "changed_rows",
     "result_rows",
     "selected_results",
@@ -39,15 +42,40 @@ log = logging.getLogger("projections")
 Decisions = dict[tuple[int, int], Decision]
 
 
+class SelectedRow(NamedTuple):
+    """One row ``results`` writes, with the rollout and decision it stands for.
+
+    ``final`` is false for a multistage rollout's earlier stage (ROW-64), which
+    keeps its own reward; ``recorded`` is false where the row is the rollout's
+    materialized input (``--all``: an unfinished rollout without a row).
+    """
+
+    key: tuple[int, int]
+    decision: Decision
+    final: bool
+    recorded: bool
+    row: dict[str, Any]
+
+
 @dataclass(frozen=True)
 class ResultRows:
     """The rows ``results`` writes, streamed, and how many there will be; with
-    the state and decisions they were chosen from (the figures read them too)."""
+    the state and decisions they were chosen from (the figures read them too).
+
+    ``count`` rows in all, ``rollouts`` of them final (one a rollout); iterate
+    ``selected`` or ``rows`` (the same stream), once.
+    """
 
     count: int
-    rows: Iterator[dict[str, Any]]
+    rollouts: int
+    selected: Iterator[SelectedRow]
     state: RunState
     decisions: Decisions
+
+    @property
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """The rows alone, as ``results`` writes them."""
+        return (selected.row for selected in self.selected)
 
 
 #: Rows read per query (or per pass over the files) by ``selected_results``.
@@ -184,7 +212,8 @@ def selected_results(
     """
     decisions = decide_all(state)
     entries = _entries(state, decisions, all)
-    yield from _selected(ledger, state, decisions, entries, changed=_warn)
+    for selected in _selected(ledger, state, decisions, entries, changed=_warn):
+        yield selected.row
 
 
 def result_rows(
@@ -200,8 +229,9 @@ def result_rows(
     decisions = decide_all(state)
     entries = _entries(state, decisions, all)
     changed = _warn if allow_changed else _refuse
-    rows = _selected(ledger, state, decisions, entries, changed=changed)
-    return ResultRows(len(entries), rows, state, decisions)
+    selected = _selected(ledger, state, decisions, entries, changed=changed)
+    final = sum(1 for _, _, scored in entries if scored)
+    return ResultRows(len(entries), final, selected, state, decisions)
 
 
 def changed_rows(
@@ -261,7 +291,7 @@ def _selected(
     entries: list[_Entry],
     *,
     changed: Callable[[ChangedRow], None],
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[SelectedRow]:
     files = ledger.files
     for key, seq, scored, where, data in _raw_selected(ledger, state, entries):
         if data is not None:
@@ -270,7 +300,8 @@ def _selected(
                 changed(one)
         row = _decoded(files, where, data)
         decision = decisions[key]
-        yield _scored(row, decision) if scored else _stage(row, decision)
+        row = _scored(row, decision) if scored else _stage(row, decision)
+        yield SelectedRow(key, decision, scored, seq is not None, row)
 
 
 def _raw_selected(

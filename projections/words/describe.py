@@ -37,6 +37,7 @@ __all__ = [
     "GLOSSARY_SECTIONS",
     "REASON_LABELS",
     "RULE_WORDS",
+    "decision_side",
     "describe_decision",
     "describe_kind",
     "describe_reason",
@@ -115,6 +116,31 @@ def describe_kind(
     policy = None if not side_overrides else _Overrides(side_overrides)
     where = known_side or side(kind, policy=policy)
     return phrase if where is None else f"{phrase} ({SIDE_WORDS[where]})"
+
+
+def decision_side(
+    decision: Decision,
+    *,
+    side_overrides: Mapping[str, Any] | None = None,
+    stage: object = None,
+    result_class: object = None,
+) -> str | None:
+    """The side of a decision's failure kind (``ledger.side``'s answer), or ``None``.
+
+    As ``describe_decision`` says it: a side the decision itself settles (a
+    settled zero is the model's, an infrastructure timeout the
+    infrastructure's) first, then the kind's under the policy's
+    ``side_overrides``; ``stage`` and ``result_class`` are those of the row
+    that failed, when it was read (ROW-34, ROW-50). ``None`` without a kind,
+    or when the side cannot be said.
+    """
+    if decision.kind is None:
+        return None
+    known = _SIDE_OF_REASON.get(decision.reason) or _SIDE_OF_RULE.get(decision.rule)
+    if known is not None:
+        return known
+    policy = None if not side_overrides else _Overrides(side_overrides)
+    return side(decision.kind, stage, policy=policy, result_class=result_class)
 
 
 def describe_reason(reason: str) -> str:
