@@ -44,6 +44,7 @@ __all__ = [
     "progress",
     "quiet_option",
     "reader",
+    "renamed_option",
     "run_clock",
     "writer",
 ]
@@ -127,7 +128,10 @@ def count(minimum: int) -> click.IntRange:
 out_argument = click.argument("out", type=RunTarget())
 
 quiet_option = click.option(
-    "--quiet", "-q", is_flag=True, help="No progress bar, even on a terminal."
+    "--quiet",
+    "-q",
+    is_flag=True,
+    help="No progress bar or spinner, even on a terminal.",
 )
 
 #: The shape of every ``--json`` document (docs/json.md); a document carries it
@@ -169,17 +173,26 @@ class AliasedOption(click.Option):
             self.opts = shown
 
 
+def renamed_option(
+    *decls: str, old: tuple[str, ...], **kwargs: Any
+) -> Callable[[F], F]:
+    """An option named by ``decls`` (its names, then its parameter's name) that
+    still takes its ``old`` spellings, unlisted in ``--help``."""
+    *names, dest = decls
+    return click.option(
+        *names, *old, dest, cls=AliasedOption, hidden_aliases=old, **kwargs
+    )
+
+
 def output_option(
     help: str, *, aliases: tuple[str, ...] = (), path_type: Any = None
 ) -> Callable[[F], F]:
     """``-o/--output FILE``: the one spelling of an output file; ``aliases`` hidden."""
-    return click.option(
+    return renamed_option(
         "-o",
         "--output",
-        *aliases,
         "output",
-        cls=AliasedOption,
-        hidden_aliases=aliases,
+        old=aliases,
         type=path_type or click.Path(dir_okay=False, path_type=Path),
         help=help,
     )

@@ -26,16 +26,14 @@ __all__ = [
     "load_global_config",
 ]
 
+# Said in full once, in the glossary (``rollout-ledger explain config``,
+# docs/glossary.md): each command's --help names the file in a line.
 CONFIG_HELP = (
-    "The collection settings, as a YAML or JSON file: what NeMo Gym's "
-    "ng_collect_rollouts takes on its command line (agent_name, "
-    "input_jsonl_fpath, num_repeats, num_samples_in_parallel, "
-    "responses_create_params...), without the leading +."
+    "The collection settings (YAML or JSON); see `rollout-ledger explain config`."
 )
 GLOBAL_CONFIG_HELP = (
-    "A NeMo Gym server configuration as it is (a file of ng_run's config_paths, "
-    "e.g. resources_servers/NAME/configs/NAME.yaml, or env.yaml): the server "
-    "blocks. Repeat to merge in order, as Hydra does."
+    "A server configuration; repeat to merge. See `rollout-ledger explain "
+    "global-config`."
 )
 
 

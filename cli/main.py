@@ -20,6 +20,8 @@ from typing import Any
 
 import click
 
+from cli.render.help import HelpContext
+
 __all__ = ["main"]
 
 _LOGGERS = ("ledger", "projections")
@@ -45,7 +47,29 @@ class _EchoHandler(logging.Handler):
 
 
 class LedgerGroup(click.Group):
-    """A click group that maps library errors to messages and exit codes (CLI-1)."""
+    """A click group that maps library errors to messages and exit codes (CLI-1).
+
+    Its help and every command's fit the terminal (``cli.render.help``).
+    """
+
+    context_class = HelpContext
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        cmd.context_class = HelpContext  # a command's context is its own class's
+        super().add_command(cmd, name)
+
+    def format_commands(
+        self, ctx: click.Context, formatter: click.HelpFormatter
+    ) -> None:
+        """Each command with its whole summary, wrapped to the width (click cuts
+        a summary at the end of its line, with "...")."""
+        rows = [
+            (name, command.get_short_help_str(limit=1000))
+            for name, command in sorted(self.commands.items())
+            if not command.hidden
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         handler = _EchoHandler(logging.WARNING)
@@ -74,12 +98,7 @@ class LedgerGroup(click.Group):
 @click.group(
     "rollout-ledger",
     cls=LedgerGroup,
-    context_settings={
-        "help_option_names": ["-h", "--help"],
-        # Help is the same everywhere, so README's CLI reference can quote it.
-        "max_content_width": 88,
-        "terminal_width": 88,
-    },
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 @click.version_option(package_name="rollout-ledger")
 def main() -> None:

@@ -31,6 +31,13 @@ settings.register_profile(
 settings.load_profile(os.environ.get("ROLLOUT_LEDGER_HYPOTHESIS", "dev"))
 
 
+@pytest.fixture(autouse=True)
+def _help_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Help as wide as with no ``COLUMNS`` and no terminal (80), whatever the
+    shell running the tests exports; a test that wants a width sets it."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 class MinimalManifest:
     """The least a ``Ledger.create`` test needs of a manifest (ID-30 fields)."""
 

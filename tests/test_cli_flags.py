@@ -9,7 +9,9 @@ older spellings still work, unlisted.
 
 from __future__ import annotations
 
+import inspect
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -297,3 +299,30 @@ def test_cli_4_resume_plan_out_still_works_as_a_hidden_spelling_of_o(
     plan2 = held.folder / "new.jsonl"
     held.ok("resume", held.out, *held.config_args(), "--output", plan2)
     assert read_jsonl(plan2)
+
+
+@pytest.mark.parametrize("name", sorted(main.commands))
+def test_cli_16_a_command_that_shows_progress_takes_quiet(name: str) -> None:
+    """Issue 28: a spinner or a progress bar, so -q/--quiet (run is its own)."""
+    source = inspect.getsource(main.commands[name].callback)  # type: ignore[arg-type]
+    shows = re.search(r"\b(working|progress|build_page)\(", source)
+    flat = {opt for opts in options(name) for opt in opts}
+    assert shows is None or {"-q", "--quiet"} <= flat, name
+
+
+def test_cli_16_old_spellings_still_work_unlisted(held: CliRun) -> None:
+    """approve --reason-held and --kind became --held-because and
+    --failure-kind, history --kind became --event (issue 28: no two options
+    read alike); scripts with the old spellings keep working."""
+    new = ["--held-because", "kept_answer", "--failure-kind", "tool_error"]
+    old = ["--reason-held", "kept_answer", "--kind", "tool_error"]
+    approve = ["approve", held.out, "--all-held", "--reason", "ok", "--dry-run"]
+    assert held.ok(*approve, *old).stdout == held.ok(*approve, *new).stdout
+    assert "task 1 rollout 0" in held.ok(*approve, *new).stdout
+    event = ["history", held.out, "--event", "failure_saved"]
+    kind = ["history", held.out, "--kind", "failure_saved"]
+    assert held.ok(*kind).stdout == held.ok(*event).stdout
+    assert "failure_saved" in held.ok(*event).stdout
+    for command, hidden in (("approve", "--reason-held"), ("approve", "--kind")):
+        assert hidden not in help_text(command)
+    assert "--kind" not in help_text("history")

@@ -84,9 +84,9 @@ def test_cli_10_approve_all_held_filtered_by_kind(held: CliRun) -> None:
         "approve",
         held.out,
         "--all-held",
-        "--kind",
+        "--failure-kind",
         "tool_error",
-        "--reason-held",
+        "--held-because",
         "kept_answer",
         "--reason",
         "tool fixed",
@@ -128,7 +128,13 @@ def test_cli_10_approve_one_named_attempt(held: CliRun) -> None:
 def test_cli_10_approve_with_no_match_records_nothing(held: CliRun) -> None:
     before = head(held)
     result = held.ok(
-        "approve", held.out, "--all-held", "--kind", "agent_timeout", "--reason", "ok"
+        "approve",
+        held.out,
+        "--all-held",
+        "--failure-kind",
+        "agent_timeout",
+        "--reason",
+        "ok",
     )
     assert result.stdout == "no held rollout matches; nothing recorded\n"
     assert head(held) == before
@@ -140,7 +146,7 @@ def test_cli_10_approve_with_no_match_records_nothing(held: CliRun) -> None:
         ["--task", "0", "--rollout", "1"],  # no attempt
         ["--all-held", "--task", "0", "--rollout", "1", "--attempt", "0"],
         [],
-        ["--task", "0", "--rollout", "1", "--attempt", "0", "--kind", "x"],
+        ["--task", "0", "--rollout", "1", "--attempt", "0", "--failure-kind", "x"],
     ],
 )
 def test_cli_10_approve_usage_errors_are_exit_2(held: CliRun, args: list[str]) -> None:

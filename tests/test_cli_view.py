@@ -253,8 +253,8 @@ def test_cli_8_one_rollout_ends_with_its_decision_and_rule(mixed: CliRun) -> Non
     )
 
 
-def test_cli_8_filters_by_kind_and_since(mixed: CliRun) -> None:
-    result = mixed.ok("history", mixed.out, "--kind", "failure_saved", "--since", 12)
+def test_cli_8_filters_by_event_kind_and_since(mixed: CliRun) -> None:
+    result = mixed.ok("history", mixed.out, "--event", "failure_saved", "--since", 12)
     assert [line.split()[0] for line in result.stdout.splitlines()] == [
         "seq",
         "12",

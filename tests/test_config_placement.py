@@ -158,12 +158,26 @@ def test_cli2_a_server_configurations_request_settings_apply_to_the_dataset(
     assert params["top_p"] == 0.5
 
 
-@pytest.mark.parametrize("command", ["create", "resume", "diff-config"])
-def test_cli2_help_says_which_nemo_gym_file_is_which(command: str) -> None:
-    """CLI-2, CLI-4: --help names NeMo Gym's files for --config and --global-config."""
+@pytest.mark.parametrize("command", ["create", "resume", "diff-config", "run"])
+def test_cli2_help_says_where_to_read_which_nemo_gym_file_is_which(
+    command: str,
+) -> None:
+    """CLI-2, CLI-4: --help points at the one explanation of --config and
+    --global-config (issue 28: it is said once, not in every command's help)."""
     result = CliRunner().invoke(main, [command, "--help"], terminal_width=200)
     assert result.exit_code == 0
     text = " ".join(result.output.split())
-    assert "ng_collect_rollouts takes on its command line" in text
-    assert "A NeMo Gym server configuration as it is" in text
-    assert "config_paths" in text
+    assert "see `rollout-ledger explain config`" in text
+    assert "See `rollout-ledger explain global-config`" in text
+    assert "config_paths" not in text  # the explanation lives in the glossary
+
+
+def test_cli2_explain_says_which_nemo_gym_file_is_which() -> None:
+    """CLI-2: `explain config` and `explain global-config` name NeMo Gym's files."""
+    config = CliRunner().invoke(main, ["explain", "config"]).output
+    assert "ng_collect_rollouts takes on its command line" in config
+    assert "it belongs in --global-config" in config
+    servers = CliRunner().invoke(main, ["explain", "global-config"]).output
+    assert "A NeMo Gym server configuration as it is" in servers
+    assert "config_paths" in servers
+    assert "it belongs in --config" in servers

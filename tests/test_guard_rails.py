@@ -66,10 +66,10 @@ def _no_pydantic_dump(text: str) -> None:
 def test_rec26_approve_unknown_reason_held_is_refused_with_the_reasons(
     held: CliRun,
 ) -> None:
-    """REC-26: ``--reason-held nonsense`` is exit 3 listing the held reasons."""
+    """REC-26: ``--held-because nonsense`` is exit 3 listing the held reasons."""
     before = _head(held)
     result = held.invoke(
-        "approve", held.out, "--all-held", "--reason-held", "nonsense",
+        "approve", held.out, "--all-held", "--held-because", "nonsense",
         "--reason", "ok",
     )  # fmt: skip
     assert result.exit_code == 3
@@ -81,11 +81,12 @@ def test_rec26_approve_unknown_reason_held_is_refused_with_the_reasons(
 
 
 def test_rec26_approve_unknown_kind_is_refused_with_the_kinds(held: CliRun) -> None:
-    """REC-26, REC-80: ``--kind nonsense`` lists the kinds and the run's classes."""
+    """REC-26, REC-80: ``--failure-kind nonsense`` lists the kinds and the run's
+    classes."""
     before = _head(held)
     result = held.invoke(
-        "approve", held.out, "--all-held", "--kind", "nonsense", "--reason", "ok",
-        "--dry-run",
+        "approve", held.out, "--all-held", "--failure-kind", "nonsense",
+        "--reason", "ok", "--dry-run",
     )  # fmt: skip
     assert result.exit_code == 3
     assert "'nonsense' is neither a registered failure kind" in result.stderr
@@ -94,8 +95,8 @@ def test_rec26_approve_unknown_kind_is_refused_with_the_kinds(held: CliRun) -> N
     assert _head(held) == before
     # A class the run's rows carry is a kind to filter by.
     kept = held.ok(
-        "approve", held.out, "--all-held", "--kind", "tool_error", "--reason", "ok",
-        "--dry-run",
+        "approve", held.out, "--all-held", "--failure-kind", "tool_error",
+        "--reason", "ok", "--dry-run",
     )  # fmt: skip
     assert "task 1 rollout 0" in kept.stdout
 
@@ -103,8 +104,8 @@ def test_rec26_approve_unknown_kind_is_refused_with_the_kinds(held: CliRun) -> N
 def test_cli8_history_unknown_kind_is_refused_with_the_event_kinds(
     held: CliRun,
 ) -> None:
-    """CLI-8: ``history --kind nonsense`` is exit 3 listing the event kinds."""
-    result = held.invoke("history", held.out, "--kind", "nonsense")
+    """CLI-8: ``history --event nonsense`` is exit 3 listing the event kinds."""
+    result = held.invoke("history", held.out, "--event", "nonsense")
     assert result.exit_code == 3
     assert "'nonsense' is not an event kind" in result.stderr
     assert "failure_saved" in result.stderr

@@ -263,6 +263,27 @@ def test_count_failure_classes_as_zero_counts_the_failed_rollout(
     )
 
 
+def test_check_counts_as_status_does_and_keeps_its_verdict(tmp_path: Path) -> None:
+    """Issue 28: check takes status's counting options. They change the figures
+    it then prints first, as status's first lines, never its verdict: a
+    rollout counted as zero is still unfinished (docs/json.md, `check`)."""
+    out = imported("f08", tmp_path)
+    option = "--count-failure-classes-as-zero"
+    plain = cli("check", out)
+    counted = cli("check", out, option)
+    assert plain.exit_code == counted.exit_code != 0
+    assert plain.stdout == ""  # no figures unless asked
+    figures = cli("status", out, option).stdout.splitlines()[:3]
+    assert counted.stdout.splitlines() == figures
+    assert "1 failed counted as zero (--count-failure-classes-as-zero)" in figures[1]
+    assert counted.stderr == plain.stderr  # the same refusal
+    document = json.loads(cli("check", out, option, "--json").stdout)
+    status = json.loads(cli("status", out, option, "--json").stdout)
+    assert document["metrics"] == status["metrics"]
+    assert document["exit_code"] == plain.exit_code
+    assert json.loads(cli("check", out, "--json").stdout)["metrics"] is None
+
+
 def test_count_missing_rollouts_as_zero_counts_the_rollout_without_rows(
     tmp_path: Path,
 ) -> None:

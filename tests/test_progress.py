@@ -36,8 +36,13 @@ def done(tmp_path: Path, templates: Templates) -> CliRun:
 
 
 def _read_all(fd: int) -> bytes:
+    """Everything the terminal shows until the child closes it (EIO).
+
+    A busy machine may take seconds to start the child: the 60 seconds are
+    a guard against a hang, not a wait the test relies on.
+    """
     chunks = []
-    while select.select([fd], [], [], 5)[0]:
+    while select.select([fd], [], [], 60)[0]:
         try:
             chunk = os.read(fd, 65536)
         except OSError:  # EIO: the other end closed
@@ -118,3 +123,30 @@ def test_cli8_history_pages_on_a_terminal(done: CliRun) -> None:
     assert b"paged:   seq  time" in terminal
     piped = done.ok("history", done.out)  # stdout is not a terminal here
     assert piped.stdout.startswith("   seq  time")  # no pager
+
+
+def _spinning(run: CliRun) -> dict[str, tuple[list[str], bytes]]:
+    """Each command that spins: its arguments after OUT and the spinner's label."""
+    config = [str(arg) for arg in run.config_args()]
+    return {
+        "verify": ([], b"verifying"),
+        "status": ([], b"reading the run"),
+        "check": ([], b"reading the run"),
+        "history": ([], b"reading the run"),
+        "doctor": ([], b"checking"),
+        "resume": (["--dry-run", *config], b"resuming"),
+    }
+
+
+@pytest.mark.parametrize(
+    "command", ["verify", "status", "check", "history", "doctor", "resume"]
+)
+def test_cli_quiet_keeps_the_spinner_off_a_terminal(done: CliRun, command: str) -> None:
+    """Issue 28: every command that spins takes -q, and -q spins nothing."""
+    args, label = _spinning(done)[command]
+    _, spinning = _on_terminal([command, str(done.out), *args])
+    assert label in spinning
+    finished, terminal = _on_terminal([command, str(done.out), *args, "-q"])
+    assert finished.returncode in (0, 76)  # check: a held rollout remains
+    assert label not in terminal
+    assert b"\x1b[K" not in terminal  # no spinner's line drawn, none erased

@@ -168,7 +168,7 @@ def test_rows_renumbered_without_the_identity_are_refused_never_misrecorded(
     done = run_collector(seeded, keep_id=False)
     assert done.returncode == 3, done.stdout + done.stderr
     assert "copy each plan row's _ng_rollout_id" in done.stdout
-    assert "--kind row_refused" in done.stdout
+    assert "--event row_refused" in done.stdout
     rows = read_jsonl(seeded.out)
     assert rows, "round 1 recorded the rollouts it ran in plan order"
     for row in rows:
@@ -181,7 +181,7 @@ def test_rows_renumbered_without_the_identity_are_refused_never_misrecorded(
     assert checked.exit_code == 75
     assert "refused" in checked.output
     assert "copy each plan row's _ng_rollout_id" in checked.output
-    history = seeded.ok("history", seeded.out, "--kind", "row_refused")
+    history = seeded.ok("history", seeded.out, "--event", "row_refused")
     assert "not recorded: the row carries no _ng_rollout_id" in history.output
     assert seeded.invoke("verify", seeded.out).exit_code == 0
 

@@ -98,7 +98,8 @@ def compare(out_a: Path, out_b: Path, as_json: bool) -> None:
 
     \b
     Example:
-      rollout-ledger compare old/rollouts.jsonl new/rollouts.jsonl
+      rollout-ledger compare old/rollouts.jsonl \\
+          new/rollouts.jsonl
     """
     import projections
 

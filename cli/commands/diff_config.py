@@ -53,7 +53,8 @@ def diff_config(
 
     \b
     Example:
-      rollout-ledger diff-config results/rollouts.jsonl --config collection.yaml \\
+      rollout-ledger diff-config results/rollouts.jsonl \\
+          --config collection.yaml \\
           --global-config servers.yaml
     \f
     Rules: CLI-11, REC-53.

@@ -2,8 +2,10 @@
 
 The glossary of ``docs/glossary.md`` (the same words: both come from
 ``projections.GLOSSARY``), in the command line: decisions, reasons, other
-terms, the reward figures' words and the failure kinds; a rule id (for
-auditors) when asked for by name.
+terms, the reward figures' words, the configuration files (``explain config``:
+what --config and --global-config take, said here once for every command that
+takes them) and the failure kinds; a rule id (for auditors) when asked for by
+name.
 """
 
 from __future__ import annotations
@@ -61,8 +63,9 @@ def explain(term: str | None, as_json: bool) -> None:
     """Say what a word the commands print means (the glossary).
 
     With TERM, that decision, reason, term or failure kind in a sentence (a
-    rule id too, for auditors); without it, every one, by section. The same
-    words as docs/glossary.md.
+    rule id too, for auditors), or what an option takes (config,
+    global-config); without it, every one, by section. The same words as
+    docs/glossary.md.
 
     \b
     Example:

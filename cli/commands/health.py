@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from cli.common import echo_json, json_option, out_argument, reader
+from cli.common import echo_json, json_option, out_argument, quiet_option, reader
 from cli.render.progress import working
 from cli.render.text import plural
 
@@ -16,7 +16,8 @@ __all__ = ["doctor", "verify"]
 @click.command()
 @out_argument
 @json_option
-def verify(out: Path | str, as_json: bool) -> None:
+@quiet_option
+def verify(out: Path | str, as_json: bool, quiet: bool) -> None:
     """Check the log, its rows and the published files.
 
     Recomputes the hash chain of the event log, checks every recorded row
@@ -40,7 +41,7 @@ def verify(out: Path | str, as_json: bool) -> None:
     import projections
 
     # the full chain check names it
-    with working("verifying"), reader(out, check_head=False) as led:
+    with working("verifying", quiet=quiet), reader(out, check_head=False) as led:
         found = projections.verify_run(led)
     if as_json:  # the document, then exit 5 when a finding stands
         echo_json(
@@ -73,15 +74,15 @@ def verify(out: Path | str, as_json: bool) -> None:
 @click.command()
 @out_argument
 @json_option
-def doctor(out: Path | str, as_json: bool) -> None:
+@quiet_option
+def doctor(out: Path | str, as_json: bool, quiet: bool) -> None:
     """Check locking, SQLite and free space here.
 
-    Checks file locking, SQLite's journal safety and free space.
-
     The run lock (flock) must hold across processes, and SQLite's WAL journal
-    needs shared memory some network filesystems lack. Prints each check, the run lock's
-    holder (pid, host, start) and whether it is alive, and the journal-mode
-    advice. Exit 5 when flock is not enforced here.
+    needs shared memory some network filesystems lack. Prints each check, who
+    holds the run lock (pid, host, start) and whether that process is alive,
+    and the journal mode to create runs with. Exit 5 when flock does not hold
+    across processes.
 
     \b
     Example:
@@ -91,7 +92,7 @@ def doctor(out: Path | str, as_json: bool) -> None:
     """
     import ledger
 
-    with working("checking"):
+    with working("checking", quiet=quiet):
         report = ledger.doctor(out)
     if as_json:  # the document, then exit 5 when flock is not enforced
         checks = [

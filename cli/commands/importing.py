@@ -93,8 +93,10 @@ def import_(
 
     \b
     Example:
-      rollout-ledger import results/rollouts.jsonl --inputs rows.jsonl --dry-run
-      rollout-ledger import 'postgresql://me@db:5432/runs?run=eval1' \\
+      rollout-ledger import results/rollouts.jsonl \\
+          --inputs rows.jsonl --dry-run
+      rollout-ledger import \\
+          'postgresql://me@db:5432/runs?run=eval1' \\
           --from results/rollouts.jsonl
     \f
     Rules: CLI-3, REC-70..REC-74, REC-57, REC-86, SC-2, SC-5.

@@ -164,22 +164,44 @@ def run(
     """Resume, run COMMAND on the plan, record its rows as they land; repeat.
 
     Each round releases a plan (as resume does) into the run's ledger folder,
-    rounds/N/plan.jsonl, then starts COMMAND (no shell) with {plan}, {output}
-    and {failures} in its arguments replaced by the plan and the two files it
-    writes its result and failure rows to (rounds/N/output.jsonl, and
-    rounds/N/output_failures.jsonl, where NeMo Gym writes the failures of an
-    output it is given; also in ROLLOUT_LEDGER_PLAN,
-    ROLLOUT_LEDGER_OUTPUT and ROLLOUT_LEDGER_FAILURES). Every complete line it
-    appends is recorded while it runs, as the plan row whose _ng_rollout_id it
-    carries (whatever rollout number it wrote: NeMo Gym renumbers them); a line
-    that is not JSON or answers nothing the round released is refused with its
-    file and line, kept in the log, and the others are recorded. A round lasts
-    until every process of COMMAND's group has exited. Rounds go on until the
-    run is complete (exit 0), nothing retryable remains (76) or --max-rounds
-    (75). SIGTERM or SIGINT is passed to COMMAND, its rows are recorded, and run
-    exits 75. After a kill, run again: it waits for a collector still draining,
-    records what it wrote first, nothing twice. A collector that records
-    nothing in 2 rounds in a row stops run (exit 3), saying why.
+    then starts COMMAND (no shell) with the placeholders below replaced in its
+    arguments. Every complete line COMMAND appends is recorded while it runs,
+    as the plan row whose _ng_rollout_id it carries (whatever rollout number
+    it wrote: NeMo Gym renumbers them).
+
+    A line that is not JSON, or answers nothing the round released, is
+    refused with its file and line and kept in the log; the other lines are
+    recorded.
+
+    A round lasts until every process of COMMAND's group has exited; rounds
+    go on until one of the exit codes below. SIGTERM or SIGINT is passed to
+    COMMAND, and its rows are recorded. After a kill, run again: it waits for
+    a collector still draining and records what it wrote first, nothing
+    twice.
+
+    \b
+    Placeholders, and the variables with the same path:
+      {plan}      ROLLOUT_LEDGER_PLAN
+                  the round's plan: rounds/N/plan.jsonl
+      {output}    ROLLOUT_LEDGER_OUTPUT
+                  where COMMAND writes its result rows:
+                  rounds/N/output.jsonl
+      {failures}  ROLLOUT_LEDGER_FAILURES
+                  where it writes its failure rows:
+                  rounds/N/output_failures.jsonl (where
+                  NeMo Gym writes an output's failures)
+
+    \b
+    Exit codes:
+      0   the run is complete
+      3   refused: the configuration (as by resume), or
+          COMMAND recorded nothing in 2 rounds in a row
+          (run says why)
+      75  work is left, some of it retryable: --max-rounds
+          rounds ran, SIGTERM or SIGINT came, or a plan
+          released nothing; run again to go on
+      76  nothing retryable is left: only held, terminal
+          or exhausted rollouts remain
 
     On a run URL (PostgreSQL) run coordinates: it releases work to workers
     (--worker, on any node: claim --batch attempts, run COMMAND, record); given
@@ -187,13 +209,20 @@ def run(
 
     \b
     Example:
-      rollout-ledger run results/rollouts.jsonl --config collection.yaml \\
-          --global-config servers.yaml -- python collect.py {plan} {output}
-      rollout-ledger run 'postgresql://me@db:5432/runs?run=eval1' --config \\
-          collection.yaml --worker -- python collect.py {plan} {output}
-      rollout-ledger run results/rollouts.jsonl --config collection.yaml \\
-          --global-config servers.yaml -- ng_collect_rollouts \\
-          +input_jsonl_fpath={plan} +output_jsonl_fpath={output}
+      rollout-ledger run results/rollouts.jsonl \\
+          --config collection.yaml \\
+          --global-config servers.yaml \\
+          -- python collect.py {plan} {output}
+      rollout-ledger run results/rollouts.jsonl \\
+          --config collection.yaml \\
+          --global-config servers.yaml \\
+          -- ng_collect_rollouts \\
+          +input_jsonl_fpath={plan} \\
+          +output_jsonl_fpath={output}
+      rollout-ledger run \\
+          'postgresql://me@db:5432/runs?run=eval1' \\
+          --config collection.yaml --worker \\
+          -- python collect.py {plan} {output}
     \f
     Rules: CLI-4, CLI-5, CLI-7, REC-40, REC-56, REC-86.
     """

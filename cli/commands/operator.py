@@ -22,6 +22,7 @@ from cli.common import (
     operator_actor,
     out_argument,
     reader,
+    renamed_option,
     writer,
 )
 
@@ -105,8 +106,20 @@ def _approval_document(approval: Approval, *, dry_run: bool) -> dict[str, Any]:
 @click.option("--rollout", type=count(0), help="The rollout index.")
 @click.option("--attempt", type=count(0), help="The attempt to reopen.")
 @click.option("--all-held", is_flag=True, help="Every held rollout (with filters).")
-@click.option("--reason-held", help="Only held rollouts with this reason.")
-@click.option("--kind", help="Only held rollouts with this failure kind.")
+@renamed_option(
+    "--held-because",
+    "held_because",
+    old=("--reason-held",),
+    metavar="REASON",
+    help="Only rollouts held for this reason (e.g. kept_answer).",
+)
+@renamed_option(
+    "--failure-kind",
+    "failure_kind",
+    old=("--kind",),
+    metavar="KIND",
+    help="Only held rollouts whose failure is of this kind (e.g. session_lost).",
+)
 @_reason_option
 @click.option("--dry-run", is_flag=True, help="List the attempts; record nothing.")
 @json_option
@@ -116,8 +129,8 @@ def approve(
     rollout: int | None,
     attempt: int | None,
     all_held: bool,
-    reason_held: str | None,
-    kind: str | None,
+    held_because: str | None,
+    failure_kind: str | None,
     reason: str,
     dry_run: bool,
     as_json: bool,
@@ -125,15 +138,16 @@ def approve(
     """Approve running held attempts again.
 
     Name one attempt (--task --rollout --attempt), or every held rollout with
-    --all-held, narrowed by --reason-held (e.g. kept_answer) and --kind.
-    An approval reopens exactly the attempt it names; --dry-run lists them.
-    A named attempt must be the held attempt of a held rollout: anything else
-    is refused (exit 3) with what is held, and nothing is recorded.
+    --all-held, narrowed by --held-because and --failure-kind. An approval
+    reopens exactly the attempt it names; --dry-run lists them. A named
+    attempt must be the held attempt of a held rollout: anything else is
+    refused (exit 3) with what is held, and nothing is recorded.
 
     \b
     Example:
-      rollout-ledger approve results/rollouts.jsonl --all-held \\
-          --reason-held masked_without_artifact --reason "artifacts lost" --dry-run
+      rollout-ledger approve results/rollouts.jsonl \\
+          --all-held --reason "artifacts lost" \\
+          --held-because masked_without_artifact --dry-run
     \f
     Rules: CLI-10, REC-25, REC-26.
     """
@@ -144,14 +158,14 @@ def approve(
         raise click.UsageError(
             "name one attempt (--task, --rollout and --attempt) or use --all-held"
         )
-    if not all_held and (reason_held or kind):
-        raise click.UsageError("--reason-held and --kind filter --all-held")
+    if not all_held and (held_because or failure_kind):
+        raise click.UsageError("--held-because and --failure-kind narrow --all-held")
     with _session(out, dry_run) as led:
         approval = projections.approve_held(
             led,
             attempt=_one_attempt(task, rollout, attempt),
-            reason_held=reason_held,
-            kind=kind,
+            reason_held=held_because,
+            kind=failure_kind,
             reason=reason,
             actor=operator_actor(),
             dry_run=dry_run,
@@ -181,7 +195,8 @@ def reset_budget(out: Path, reason: str, dry_run: bool, as_json: bool) -> None:
 
     \b
     Example:
-      rollout-ledger reset-budget results/rollouts.jsonl --reason "judge outage"
+      rollout-ledger reset-budget results/rollouts.jsonl \\
+          --reason "judge outage"
     \f
     Rules: CLI-10, REC-16, REC-17.
     """
@@ -223,7 +238,8 @@ def extend_attempts(
 
     \b
     Example:
-      rollout-ledger extend-attempts results/rollouts.jsonl 2 --reason "flaky judge"
+      rollout-ledger extend-attempts \\
+          results/rollouts.jsonl 2 --reason "flaky judge"
     \f
     Rules: CLI-10, REC-11.
     """
@@ -343,9 +359,11 @@ def policy(
     \b
     Example:
       rollout-ledger policy results/rollouts.jsonl \\
-          --add regrade_kinds=infrastructure_error --reason "judge outage" --dry-run
+          --add regrade_kinds=infrastructure_error \\
+          --reason "judge outage" --dry-run
       rollout-ledger policy results/rollouts.jsonl \\
-          --set side_overrides.session_lost=model --reason "agent bug 123"
+          --set side_overrides.session_lost=model \\
+          --reason "agent bug 123"
     \f
     Rules: CLI-10, REC-60, REC-80, REC-82.
     """

@@ -200,11 +200,14 @@ def results(
 
     \b
     Example:
-      rollout-ledger results results/rollouts.jsonl -o selected.jsonl
-      rollout-ledger results results/rollouts.jsonl --format parquet \\
-        -o results.parquet --field response.usage.total_tokens
-      rollout-ledger results results/rollouts.jsonl -o selected.jsonl \\
-        --metrics selected_aggregate_metrics.json
+      rollout-ledger results results/rollouts.jsonl \\
+          -o selected.jsonl
+      rollout-ledger results results/rollouts.jsonl \\
+          --format parquet -o results.parquet \\
+          --field response.usage.total_tokens
+      rollout-ledger results results/rollouts.jsonl \\
+          -o selected.jsonl \\
+          --metrics selected_aggregate_metrics.json
     \f
     Rules: CLI-12.
     """
@@ -306,8 +309,11 @@ def export(
 
     \b
     Example:
-      rollout-ledger export results/rollouts.jsonl -o events.jsonl
-      rollout-ledger export 'postgresql://me@db:5432/runs?run=eval1' --files copy/
+      rollout-ledger export results/rollouts.jsonl \\
+          -o events.jsonl
+      rollout-ledger export \\
+          'postgresql://me@db:5432/runs?run=eval1' \\
+          --files copy/
     \f
     Rules: CLI-13, EV-2, SC-5.
     """

@@ -94,7 +94,8 @@ def report(
 
     \b
     Example:
-      rollout-ledger report results/rollouts.jsonl -o report.html
+      rollout-ledger report results/rollouts.jsonl \\
+          -o report.html
     \f
     Rules: CLI-6, CLI-8, REC-20, REC-41, EV-2.
     """

@@ -19,6 +19,7 @@ from cli.common import (
     option_file,
     out_argument,
     output_option,
+    quiet_option,
     reader,
     run_clock,
     writer,
@@ -114,10 +115,13 @@ def create(
 
     \b
     Example:
-      rollout-ledger create results/rollouts.jsonl --inputs rows.jsonl \\
-          --config collection.yaml --global-config servers.yaml
-      rollout-ledger create results/rollouts.jsonl --dataset data/example.jsonl \\
-          --num-repeats 4 --config collection.yaml --global-config servers.yaml
+      rollout-ledger create results/rollouts.jsonl \\
+          --inputs rows.jsonl --config collection.yaml \\
+          --global-config servers.yaml
+      rollout-ledger create results/rollouts.jsonl \\
+          --dataset data/example.jsonl --num-repeats 4 \\
+          --config collection.yaml \\
+          --global-config servers.yaml
     \f
     Rules: CLI-2.
     """
@@ -256,6 +260,7 @@ def resume_document(
     aliases=("--plan-out",),
 )
 @json_option
+@quiet_option
 def resume(
     out: Path,
     config: Path,
@@ -270,6 +275,7 @@ def resume(
     dry_run: bool,
     output: Path | None,
     as_json: bool,
+    quiet: bool,
 ) -> None:
     """Replay, check the configuration and release the plan.
 
@@ -282,7 +288,8 @@ def resume(
 
     \b
     Example:
-      rollout-ledger resume results/rollouts.jsonl --config collection.yaml \\
+      rollout-ledger resume results/rollouts.jsonl \\
+          --config collection.yaml \\
           --global-config servers.yaml -o plan.jsonl
     \f
     Rules: CLI-4, REC-11, REC-15, REC-53..REC-57.
@@ -296,7 +303,7 @@ def resume(
     collection = load_config(config)
     servers = load_global_config(global_configs)
     opened = reader(out) if dry_run else writer(out)
-    with working("resuming"), opened as led:
+    with working("resuming", quiet=quiet), opened as led:
         found = projections.resume_with_plan_file(
             led,
             collection,
@@ -349,7 +356,8 @@ def record(out: Path, rows_file: Path, dry_run: bool, as_json: bool) -> None:
 
     \b
     Example:
-      rollout-ledger record results/rollouts.jsonl outcomes.jsonl
+      rollout-ledger record results/rollouts.jsonl \\
+          outcomes.jsonl
     \f
     Rules: CLI-5.
     """

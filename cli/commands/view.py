@@ -17,7 +17,9 @@ from cli.common import (
     echo_json,
     json_option,
     out_argument,
+    quiet_option,
     reader,
+    renamed_option,
     writer,
 )
 from cli.render.figures import (
@@ -138,6 +140,7 @@ def status_document(
     is_flag=True,
     help="With --publish: name the files it would rewrite; write nothing.",
 )
+@quiet_option
 def status(
     out: Path,
     as_json: bool,
@@ -145,6 +148,7 @@ def status(
     failures_as_zero: bool,
     missing_as_zero: bool,
     dry_run: bool,
+    quiet: bool,
 ) -> None:
     """Show the run's manifest summary and coverage.
 
@@ -171,7 +175,7 @@ def status(
     if dry_run and not publish:
         raise click.UsageError("--dry-run previews --publish; give both")
     opened = writer(out) if publish and not dry_run else reader(out)
-    with working("reading the run"), opened as led:
+    with working("reading the run", quiet=quiet), opened as led:
         found = projections.status(
             led,
             publish=publish,
@@ -225,7 +229,15 @@ def status(
 @click.command()
 @out_argument
 @json_option
-def check(out: Path, as_json: bool) -> None:
+@counting_options
+@quiet_option
+def check(
+    out: Path,
+    as_json: bool,
+    failures_as_zero: bool,
+    missing_as_zero: bool,
+    quiet: bool,
+) -> None:
     """Exit 0 if the evaluation is complete, else 75 or 76.
 
     75: unfinished work, some of it retryable (resume); 76: none of it
@@ -233,28 +245,55 @@ def check(out: Path, as_json: bool) -> None:
     counts each unfinished kind and names the command that helps, and rows a
     collector appended without the ledger with the import that adopts them.
 
+    With --count-failure-classes-as-zero or --count-missing-rollouts-as-zero,
+    check first prints the reward figures counted so, as status does. The
+    verdict and the exit code stay the same: a rollout counted as zero in the
+    figures is still unfinished.
+
     \b
     Example:
-      rollout-ledger check results/rollouts.jsonl || echo "not done: $?"
+      rollout-ledger check results/rollouts.jsonl \\
+          || echo "not done: $?"
     \f
     Rules: CLI-7, REC-40.
     """
     import ledger
     import projections
 
-    with working("reading the run"), reader(out) as led:
+    refusal: ledger.RecoveryIncomplete | None = None
+    with working("reading the run", quiet=quiet), reader(out) as led:
+        # Only when asked: the figures are status's, counted as it counts them.
+        found = (
+            projections.status(
+                led,
+                count_failure_classes_as_zero=failures_as_zero,
+                count_missing_rollouts_as_zero=missing_as_zero,
+            )
+            if failures_as_zero or missing_as_zero
+            else None
+        )
         try:
-            cover = projections.check_run(led)
+            expected = projections.check_run(led).expected
         except ledger.RecoveryIncomplete as exc:
-            if as_json:  # the document, then the same exit code (75 or 76)
-                echo_json(_check_document(False, exc.exit_code, str(exc), exc.counts))
-            raise
-        note = projections.adopt_note(led)
-    n = cover.expected
-    every = "the 1 rollout is" if n == 1 else f"all {n} rollouts are"
+            refusal = exc
+        note = None if refusal else projections.adopt_note(led)
+    metrics = None if found is None else metrics_json(found)
+    for line in [] if found is None or as_json else metrics_text(found):
+        click.echo(line)  # first, as status says them
+    if refusal is not None:
+        if as_json:  # the document, then the same exit code (75 or 76)
+            counts = refusal.counts
+            echo_json(
+                _check_document(
+                    False, refusal.exit_code, str(refusal), counts, metrics=metrics
+                )
+            )
+        raise refusal
+    every = "the 1 rollout is" if expected == 1 else f"all {expected} rollouts are"
     if as_json:
         message = f"{every} complete or omitted"
-        echo_json(_check_document(True, 0, message, {}, waiting=note))
+        document = _check_document(True, 0, message, {}, waiting=note, metrics=metrics)
+        echo_json(document)
         return
     click.echo(f"complete: {every} complete or omitted")
     if note is not None:
@@ -268,6 +307,7 @@ def _check_document(
     counts: dict[str, int],
     *,
     waiting: str | None = None,
+    metrics: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     return {
         "complete": complete,
@@ -276,6 +316,7 @@ def _check_document(
         "message": message,
         "unfinished": counts,
         "waiting": waiting,
+        "metrics": metrics,
     }
 
 
@@ -283,20 +324,28 @@ def _check_document(
 @out_argument
 @click.option("--task", type=count(0), help="Only this task.")
 @click.option("--rollout", type=count(0), help="Only this rollout index.")
-@click.option("--kind", help="Only events of this kind (e.g. failure_saved).")
+@renamed_option(
+    "--event",
+    "event",
+    old=("--kind",),
+    metavar="KIND",
+    help="Only events of this kind (e.g. failure_saved).",
+)
 @click.option("--since", type=count(1), help="Only from this seq on.")
 @click.option("--tail", type=count(1), metavar="N", help="Only the last N entries.")
 @click.option("--limit", type=count(1), metavar="N", help="Only the first N entries.")
 @json_option
+@quiet_option
 def history(
     out: Path,
     task: int | None,
     rollout: int | None,
-    kind: str | None,
+    event: str | None,
     since: int | None,
     tail: int | None,
     limit: int | None,
     as_json: bool,
+    quiet: bool,
 ) -> None:
     """Print the audit trail, one line per event.
 
@@ -309,7 +358,8 @@ def history(
 
     \b
     Example:
-      rollout-ledger history results/rollouts.jsonl --task 3 --rollout 0
+      rollout-ledger history results/rollouts.jsonl \\
+          --task 3 --rollout 0
     \f
     Rules: CLI-8.
     """
@@ -320,9 +370,9 @@ def history(
 
     if tail is not None and limit is not None:
         raise click.UsageError("give --tail N or --limit N, not both")
-    with working("reading the run"), reader(out) as led:
+    with working("reading the run", quiet=quiet), reader(out) as led:
         found = projections.history(
-            led, task=task, rollout=rollout, kind=kind, since=since
+            led, task=task, rollout=rollout, kind=event, since=since
         )
     entries = found.entries
     if tail is not None:

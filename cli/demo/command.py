@@ -32,6 +32,7 @@ from cli.common import (
     json_option,
     load_config,
     load_global_config,
+    quiet_option,
     reader,
     run_clock,
 )
@@ -289,7 +290,10 @@ def _report(out: Path) -> None:
     help="The seed of the simulated collector.",
 )
 @json_option
-def demo(folder: Path | None, rollouts: int, seed: int, as_json: bool) -> None:
+@quiet_option
+def demo(
+    folder: Path | None, rollouts: int, seed: int, as_json: bool, quiet: bool
+) -> None:
     """Run a simulated collection with `rollout-ledger run`, killed and resumed.
 
     Creates a run in FOLDER (a new temporary folder when omitted), then runs
@@ -304,7 +308,7 @@ def demo(folder: Path | None, rollouts: int, seed: int, as_json: bool) -> None:
 
     \b
     Example:
-      rollout-ledger demo /tmp/demo-run --rollouts 300 --seed 7
+      rollout-ledger demo /tmp/demo --rollouts 300 --seed 7
     \f
     Rules: CLI-15.
     """
@@ -336,7 +340,8 @@ def demo(folder: Path | None, rollouts: int, seed: int, as_json: bool) -> None:
             )
         args = _run_args(*options, "--", *collector_command(seed, dying))
         say(f"\njob {number}: {_shown(args)}")
-        with working(f"job {number}", quiet=not as_json):
+        # Without --json the job's lines show it working; with it, a spinner.
+        with working(f"job {number}", quiet=quiet or not as_json):
             lines, code = _job(folder, args, show=not as_json)
         say(f"  exit {code} ({EXITS[code]})")
         jobs.append({"job": number, "command": _shown(args), "exit_code": code})

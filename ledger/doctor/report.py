@@ -65,7 +65,8 @@ def _journal_advice(mode: str | None, wal_ok: bool) -> str:
             "this run uses WAL where it is unsafe: keep one writer node and no "
             "readers elsewhere, or create new runs with --journal-mode delete"
         )
-    return f"{mode} suits this filesystem"
+    # Printed after the mode ("journal mode: wal; it suits ..."): not named twice.
+    return "it suits this filesystem"
 
 
 def _folder_report(out: Path) -> DoctorReport:
@@ -84,7 +85,7 @@ def _folder_report(out: Path) -> DoctorReport:
         return _read_only_report(out, probe_dir, head, mode, read_only)
     checks = (
         flock_check(probe_dir),
-        wal_check(out, probe_dir, head),
+        wal_check(out, probe_dir),
         free_space_check(probe_dir),
         lock_holder_check(paths.lock),
     )

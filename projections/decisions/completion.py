@@ -47,7 +47,7 @@ _SPLITS = {
     "exhausted": ("cap", "free_attempts"),
     "omitted": ("accepted",),
 }  # fmt: skip
-#: The reasons a held rollout can carry (``approve --reason-held``).
+#: The reasons a held rollout can carry (``approve --held-because``).
 HELD_REASONS: tuple[str, ...] = _SPLITS["held"]
 _SUSPECT_FREE_ATTEMPTS = 3  # REC-4
 

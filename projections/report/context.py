@@ -379,7 +379,7 @@ def report_context(
         "changes": trails.changes,
         "refused_more": trails.refused_more,
         "refused_command": _command(
-            "rollout-ledger", "history", out, "--kind", "row_refused"
+            "rollout-ledger", "history", out, "--event", "row_refused"
         ),
         "verify": _verdict(verification, state),
         "cap": cap,

@@ -63,7 +63,7 @@ def _outcome_after(ledger: Ledger, seq: int, before: int | None = None) -> bool:
 def history_command(ledger: Ledger) -> str:
     """The command that lists every refused line of the run, as it is typed."""
     return (
-        f"rollout-ledger history {shlex.quote(str(ledger.target))} --kind row_refused"
+        f"rollout-ledger history {shlex.quote(str(ledger.target))} --event row_refused"
     )
 
 
@@ -94,7 +94,7 @@ def refused_note(ledger: Ledger) -> str | None:
     last = found.last
     where = f"round {last.round}'s " if last.round is not None else ""
     listing = (
-        f"rollout-ledger history {shlex.quote(str(ledger.target))} --kind row_refused"
+        f"rollout-ledger history {shlex.quote(str(ledger.target))} --event row_refused"
     )
     return (
         f"the collector's last {plural(found.count, 'line')} "

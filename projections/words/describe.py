@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ledger import side
 from projections.decisions.rules import counted_failures, decide
 from projections.words.tables import (
+    CONFIG_TERMS,
     COVERAGE_TERMS,
     DECISIONS,
     KIND_PHRASES,
@@ -67,9 +68,10 @@ def _merged(*tables: Mapping[str, str]) -> Mapping[str, str]:
     return MappingProxyType(merged)
 
 
-#: Every decision value, reason and coverage term -> one plain sentence.
+#: Every decision value, reason, coverage term, reward figure's word and
+#: configuration option -> one plain sentence.
 GLOSSARY: Final[Mapping[str, str]] = _merged(
-    DECISIONS, REASONS, COVERAGE_TERMS, REWARD_TERMS
+    DECISIONS, REASONS, COVERAGE_TERMS, REWARD_TERMS, CONFIG_TERMS
 )
 
 #: The glossary's sections, in the order ``docs/glossary.md`` shows them.
@@ -81,6 +83,7 @@ GLOSSARY_SECTIONS: Final[tuple[tuple[str, Mapping[str, str]], ...]] = (
     ),
     ("Other terms", COVERAGE_TERMS),
     ("Reward figures", REWARD_TERMS),
+    ("Configuration files", CONFIG_TERMS),
 )
 
 

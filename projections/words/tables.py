@@ -12,6 +12,7 @@ from types import MappingProxyType
 from typing import Final
 
 __all__ = [
+    "CONFIG_TERMS",
     "COVERAGE_TERMS",
     "DECISIONS",
     "KIND_PHRASES",
@@ -179,6 +180,21 @@ REWARD_TERMS: Final[Mapping[str, str]] = MappingProxyType({
     "rollout whose newest row is a failure counts as a reward of 0 in the figures.",
     "--count-missing-rollouts-as-zero": "NeMo Gym 0.7.0's option: a rollout with no "
     "row at all counts as a reward of 0 in the figures.",
+})  # fmt: skip
+
+#: The two configuration options create, resume, diff-config and run take: which
+#: of NeMo Gym's files goes where (CLI-2). Their --help points here, once.
+CONFIG_TERMS: Final[Mapping[str, str]] = MappingProxyType({
+    "--config": "The collection settings, as a YAML or JSON file: what NeMo Gym's "
+    "ng_collect_rollouts takes on its command line (agent_name, input_jsonl_fpath, "
+    "num_repeats, num_samples_in_parallel, responses_create_params, ...), without "
+    "the leading +. A server block given here is refused (exit 3), naming the file "
+    "and the key: it belongs in --global-config.",
+    "--global-config": "A NeMo Gym server configuration as it is: a file of ng_run's "
+    "config_paths (e.g. resources_servers/NAME/configs/NAME.yaml, or env.yaml), "
+    "which holds the server blocks. Give it once per file: the files are merged in "
+    "order, as Hydra merges them. A collection setting given here is refused (exit "
+    "3), naming the file and the key: it belongs in --config.",
 })  # fmt: skip
 
 #: A short phrase per reason, for one-line decisions (describe_decision).
