@@ -66,6 +66,8 @@ def _created_by_command(folder: Path) -> Path:
     )
     assert result.exit_code == 0, result.output
     (folder / "rows.jsonl").unlink()  # the command's input, not the run's
+    # create's note of the files it was given, for the hints (issue 28)
+    (folder / f"{STEM}_ledger" / "commands.json").unlink()
     return out
 
 
