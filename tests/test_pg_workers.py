@@ -218,3 +218,43 @@ def test_issue_29_a_worker_whose_session_ended_stops_and_its_work_goes_on(
     _last(rescuer)
     _assert_whole(workers_run, end)
     assert end in (0, 76)
+
+
+def _head(run: WorkersRun, target: str) -> dict[str, Any]:
+    found: dict[str, Any] = json.loads(run.ok("head", target, "--json").stdout)
+    return found
+
+
+def test_issue_29_the_coordinator_killed_then_both_killed_then_restarted(
+    workers_run: WorkersRun,
+) -> None:
+    """SIGKILL of the coordinator mid-round, then of a coordinator and a worker
+    together; restarted, the run ends with every rollout once, nothing lost,
+    and exported to files it verifies with the same head hash."""
+    run = workers_run
+    coordinator = run.coordinator()
+    first = run.worker("first", delay=0.2)
+    second = run.worker("second", delay=0.2)
+    _until(lambda: sum(w.rows_recorded for w in _workers(run)) >= 4)
+    os.kill(coordinator.pid, signal.SIGKILL)  # mid-round: workers hold claims
+    coordinator.wait()
+    again = run.coordinator()  # a requeued coordinator takes the lock and goes on
+    _until(lambda: sum(w.rows_recorded for w in _workers(run)) >= 12)
+    os.kill(again.pid, signal.SIGKILL)
+    os.kill(first.pid, signal.SIGKILL)
+    for process in (again, first):
+        process.wait()
+    last = run.coordinator()
+    restarted = run.worker("first")  # its own work folder: adopts its rows
+    code, document = _last(last)
+    assert document["role"] == "coordinator"
+    for worker in (second, restarted):
+        _last(worker)
+    _assert_whole(run, code)
+    assert code in (0, 76)
+    copy = run.folder / "copy"
+    exported = run.invoke("export", run.url, "--files", copy)
+    assert exported.exit_code == 0, exported.stderr
+    files = copy  # a folder holding one run names it
+    assert run.invoke("verify", files).exit_code == 0
+    assert _head(run, str(files)) == _head(run, run.url)
