@@ -166,15 +166,15 @@ def test_rec_40_check_complete_passes_when_all_are_complete_or_omitted(
 @pytest.mark.parametrize(
     ("rows", "retryable", "command"),
     [
-        pytest.param([], True, "rollout-ledger resume", id="pending"),
+        pytest.param([], True, "rollout-ledger run OUT", id="pending"),
         pytest.param(
-            [legacy_failure("transient")], True, "rollout-ledger resume", id="retry"
+            [legacy_failure("transient")], True, "rollout-ledger run OUT", id="retry"
         ),
-        pytest.param([JUDGE_FAILED], True, "rollout-ledger resume", id="rejudge"),
+        pytest.param([JUDGE_FAILED], True, "rollout-ledger run OUT", id="rejudge"),
         pytest.param(
             [failure("session_lost", answer=True)],
             False,
-            "rollout-ledger approve",
+            "rollout-ledger status OUT",  # each held rollout with its commands
             id="held",
         ),
         pytest.param(

@@ -816,8 +816,8 @@ def test_cli_3_prints_rows_rejections_and_coverage(tmp_path: Path) -> None:
         "rows read: 4, imported: 3, rejected: 1\n"
         "  rollouts.jsonl line 2: a <PLACEHOLDER ROW> line, not a row\n"
         # Issue 28: the coverage in status's words.
-        "where the 6 rollouts stand (after event 5; docs/glossary.md explains each "
-        "word):\n"
+        "where the 6 rollouts stand (after event 5; `rollout-ledger explain` says "
+        "what each word means):\n"
         "  pending          3\n"
         "  retry            1  (failed 1)\n"
         "  complete         2  (graded 2)\n"
@@ -825,6 +825,12 @@ def test_cli_3_prints_rows_rejections_and_coverage(tmp_path: Path) -> None:
         "tasks: 0 with every rollout complete, 2 partly, 1 with none\n"
         "masked results 0, rollouts suspected of looping on free attempts 0\n"
         "failure kinds of unfinished rollouts: transient 1\n"
+        # Issue 28: the command that goes on, whole; --allow-unsafe for the
+        # first round of an imported run.
+        f"next: rollout-ledger run {out} --config <collection.yaml> --global-config "
+        "<servers.yaml> --allow-unsafe -- <your collector command, with {plan} and "
+        "{output}> (the first round of an imported run needs --allow-unsafe: the "
+        "run has no configuration to compare yours with)\n"
     )
 
 

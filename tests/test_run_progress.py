@@ -163,7 +163,7 @@ def test_issue_28_run_off_a_terminal_writes_progress_lines_json_unchanged(
 ) -> None:
     run = _created(tmp_path)
     done = _cli(
-        _run_args(run, "--progress-every", "0.3", "--json", "--", *_slow(0.03)),
+        _run_args(run, "--progress-every", "0.3", "--json", "--", *_slow(0.1)),
     )
     assert done.returncode in (0, 75, 76), done.stderr
     progress = [
