@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cli.commands.coordinating import is_url, store_options
-from cli.commands.workers import run_on_store
+from cli.commands.workers import recorded_document, run_on_store
 from cli.common import (
     config_options,
     count,
@@ -27,7 +27,7 @@ from cli.render.progress import RoundProgressLine
 from cli.render.text import plural
 
 if TYPE_CHECKING:
-    from projections import Recorded, RoundReport
+    from projections import RoundReport
 
 __all__ = ["run", "sidecar_warning"]
 
@@ -320,24 +320,6 @@ def _dry_run(
     click.echo("dry run: nothing was written and no collector was started")
 
 
-def _recorded(recorded: Recorded) -> dict[str, Any]:
-    return {
-        "rows": recorded.rows,
-        "skipped": recorded.skipped,
-        "events": recorded.events,
-        "refused": [
-            {
-                "file": r.file,
-                "line": r.line,
-                "message": r.message,
-                "length": r.length,
-                "sha256": r.sha256,
-            }
-            for r in recorded.refused
-        ],
-    }
-
-
 def round_document(report: RoundReport) -> dict[str, Any]:
     """One round as its ``--json`` line (docs/json.md)."""
     import msgspec
@@ -346,11 +328,13 @@ def round_document(report: RoundReport) -> dict[str, Any]:
     return {
         "schema_version": 1,
         "round": report.round,
-        "adopted": None if report.adopted is None else _recorded(report.adopted),
+        "adopted": None
+        if report.adopted is None
+        else recorded_document(report.adopted),
         "plan": report.plan,
         "files": None if report.files is None else msgspec.to_builtins(report.files),
         "collector": None if ended is None else msgspec.to_builtins(ended),
-        "recorded": _recorded(report.recorded),
+        "recorded": recorded_document(report.recorded),
         "check": msgspec.to_builtins(report.check),
         "stop": report.stop,
         "why": report.why,

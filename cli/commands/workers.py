@@ -30,7 +30,7 @@ from cli.render.text import plural
 if TYPE_CHECKING:
     from projections import Recorded, WorkerReport
 
-__all__ = ["run_on_store", "work_run"]
+__all__ = ["recorded_document", "run_on_store", "work_run"]
 
 
 def _default_workdir(url: str, name: str) -> Path:
@@ -113,13 +113,20 @@ class _workdir_lock:
         self.handle.close()
 
 
-def _recorded(recorded: Recorded) -> dict[str, Any]:
+def recorded_document(recorded: Recorded) -> dict[str, Any]:
+    """What recording did, as ``run``'s and a worker's ``--json`` lines say it."""
     return {
         "rows": recorded.rows,
         "skipped": recorded.skipped,
         "events": recorded.events,
         "refused": [
-            {"file": r.file, "line": r.line, "message": r.message}
+            {
+                "file": r.file,
+                "line": r.line,
+                "message": r.message,
+                "length": r.length,
+                "sha256": r.sha256,
+            }
             for r in recorded.refused
         ],
     }
@@ -138,8 +145,10 @@ def _batch_document(report: WorkerReport) -> dict[str, Any]:
         "collector": None
         if report.collector is None
         else msgspec.to_builtins(report.collector),
-        "recorded": _recorded(report.recorded),
-        "adopted": None if report.adopted is None else _recorded(report.adopted),
+        "recorded": recorded_document(report.recorded),
+        "adopted": None
+        if report.adopted is None
+        else recorded_document(report.adopted),
         "total_rows": report.total_rows,
         "check": None if report.check is None else msgspec.to_builtins(report.check),
         "stop": report.stop,
