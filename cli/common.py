@@ -31,6 +31,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "config_options",
     "count",
+    "dropped_items",
     "dry_run_option",
     "echo_json",
     "json_option",
@@ -41,6 +42,8 @@ __all__ = [
     "option_file",
     "out_argument",
     "output_option",
+    "policy_items",
+    "policy_setting",
     "progress",
     "quiet_option",
     "reader",
@@ -295,3 +298,49 @@ def progress(items: Iterable[T], *, length: int | None, label: str, quiet: bool)
     if quiet or not sys.stderr.isatty():
         return nullcontext(items)
     return click.progressbar(items, length=length, label=label, file=sys.stderr)
+
+
+# -- policy settings on the command line ---------------------------------------
+
+
+def policy_setting(text: str, option: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` of ``policy``: VALUE is JSON, else a string (REC-60)."""
+    import msgspec
+
+    key, sep, raw = text.partition("=")
+    if not sep or not key:
+        raise click.BadParameter(f"{text!r} is not KEY=VALUE", param_hint=option)
+    try:
+        return key, msgspec.json.decode(raw)  # REC-60: JSON, else a string
+    except msgspec.DecodeError:
+        return key, raw
+    except RecursionError:
+        raise click.BadParameter(
+            f"the value of {key} nests too deeply", param_hint=option
+        ) from None
+
+
+def policy_items(texts: tuple[str, ...], option: str) -> dict[str, list[Any]]:
+    """``--add``/``--remove`` items, gathered by setting."""
+    items: dict[str, list[Any]] = {}
+    for text in texts:
+        key, value = policy_setting(text, option)
+        items.setdefault(key, []).append(value)
+    return items
+
+
+def dropped_items(
+    changes: dict[str, Any], wanted: dict[str, Any]
+) -> dict[str, list[Any]]:
+    """The items ``--set`` takes out of a list setting, by setting (issue 28)."""
+    dropped = {}
+    for key in wanted:
+        change = changes.get(key)
+        if change is None:
+            continue
+        old, new = change.old, change.new
+        if isinstance(old, list) and isinstance(new, list):
+            gone = [item for item in old if item not in new]
+            if gone:
+                dropped[key] = gone
+    return dropped

@@ -29,42 +29,7 @@ from cli.render.text import plural
 if TYPE_CHECKING:
     from projections import RoundReport
 
-__all__ = ["run", "sidecar_warning"]
-
-#: NeMo Gym 0.7.0's collector, by the names its wheel installs it under.
-_NEMO_GYM_COLLECTORS = frozenset(
-    {
-        "ng_collect_rollouts",
-        "ng_e2e_collect_rollouts",
-        "nemo_gym_collect_rollouts",
-        "nemo_gym_e2e_collect_rollouts",
-    }
-)
-
-
-def sidecar_warning(argv: list[str]) -> str | None:
-    """A warning when ``argv`` runs NeMo Gym 0.7.0's collector without its sidecar.
-
-    As shipped, 0.7.0 ends the whole collection at the first agent request
-    that fails (a traceback, no failure row) unless
-    ``route_failures_to_sidecar`` is true (issue 25).
-    """
-    names = {Path(arg).name for arg in argv[:3]}
-    if not names & _NEMO_GYM_COLLECTORS and "nemo_gym.cli.legacy" not in argv[:3]:
-        return None
-    if any(
-        arg.lstrip("+").replace(" ", "").lower() == "route_failures_to_sidecar=true"
-        for arg in argv
-    ):
-        return None
-    return (
-        "NeMo Gym's collector is run without +route_failures_to_sidecar=true: as "
-        "shipped it ends the whole collection at the first agent request that fails "
-        "(one HTTP error), with no row for it; add +route_failures_to_sidecar=true "
-        "after the collector's command so that failure is written as a row, "
-        "recorded and retried (unless your configuration files set it already)"
-    )
-
+__all__ = ["run"]
 
 _STOPS = {
     "complete": "the run is complete",
@@ -237,6 +202,8 @@ def run(
         return
     if not argv:
         raise click.UsageError("give the collector's command after --")
+    from cli.launch.collector import sidecar_warning
+
     warning = sidecar_warning(argv)
     if warning is not None:
         click.echo(f"rollout-ledger: warning: {warning}", err=True)

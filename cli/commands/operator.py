@@ -16,11 +16,14 @@ import click
 
 from cli.common import (
     count,
+    dropped_items,
     dry_run_option,
     echo_json,
     json_option,
     operator_actor,
     out_argument,
+    policy_items,
+    policy_setting,
     reader,
     renamed_option,
     writer,
@@ -267,45 +270,6 @@ def extend_attempts(
     _show(result)
 
 
-def _setting(text: str, option: str) -> tuple[str, Any]:
-    import msgspec
-
-    key, sep, raw = text.partition("=")
-    if not sep or not key:
-        raise click.BadParameter(f"{text!r} is not KEY=VALUE", param_hint=option)
-    try:
-        return key, msgspec.json.decode(raw)  # REC-60: JSON, else a string
-    except msgspec.DecodeError:
-        return key, raw
-    except RecursionError:
-        raise click.BadParameter(
-            f"the value of {key} nests too deeply", param_hint=option
-        ) from None
-
-
-def _items(texts: tuple[str, ...], option: str) -> dict[str, list[Any]]:
-    items: dict[str, list[Any]] = {}
-    for text in texts:
-        key, value = _setting(text, option)
-        items.setdefault(key, []).append(value)
-    return items
-
-
-def _dropped(changes: dict[str, Any], wanted: dict[str, Any]) -> dict[str, list[Any]]:
-    """The items ``--set`` takes out of a list setting, by setting (issue 28)."""
-    dropped = {}
-    for key in wanted:
-        change = changes.get(key)
-        if change is None:
-            continue
-        old, new = change.old, change.new
-        if isinstance(old, list) and isinstance(new, list):
-            gone = [item for item in old if item not in new]
-            if gone:
-                dropped[key] = gone
-    return dropped
-
-
 @click.command()
 @out_argument
 @click.option(
@@ -373,8 +337,8 @@ def policy(
 
     if not (settings or added or removed):
         raise click.UsageError("give at least one --set, --add or --remove")
-    wanted = dict(_setting(text, "--set") for text in settings)
-    add, remove = _items(added, "--add"), _items(removed, "--remove")
+    wanted = dict(policy_setting(text, "--set") for text in settings)
+    add, remove = policy_items(added, "--add"), policy_items(removed, "--remove")
     with _session(out, dry_run) as led:
         changes, result = projections.set_policy(
             led,
@@ -385,7 +349,7 @@ def policy(
             actor=operator_actor(),
             dry_run=dry_run,
         )
-    dropped = _dropped(changes, wanted)
+    dropped = dropped_items(changes, wanted)
     if as_json:
         changed = {k: {"old": c.old, "new": c.new} for k, c in changes.items()}
         document = _document(result, dry_run=dry_run, changes=changed)

@@ -28,10 +28,9 @@ from cli.render.figures import (
     metrics_text,
 )
 from cli.render.progress import working
-from cli.render.text import plural
 
 if TYPE_CHECKING:
-    from projections import HeldChoices, RunStatus
+    from projections import RunStatus
 
 __all__ = ["check", "history", "status"]
 
@@ -45,56 +44,6 @@ def _held(status: RunStatus) -> list[dict[str, Any]]:
         | {f: getattr(h.decision, f) for f in fields}
         for h in status.held
     ]
-
-
-def choices_document(choices: HeldChoices) -> dict[str, Any]:
-    """The held rollouts' two choices, for ``status --json`` (issue 28)."""
-    return {
-        "held_choices": {
-            "sample_again": [
-                {"task": h.task, "rollout": h.rollout, "command": h.sample_again}
-                for h in choices.rollouts
-            ],
-            "grade_saved": [
-                {"kind": g.kind, "rollouts": g.rollouts, "command": g.command}
-                for g in choices.grade_saved
-            ],
-            "approve_all": choices.approve_all if choices.rollouts else None,
-        }
-    }
-
-
-def held_lines(found: RunStatus, choices: HeldChoices) -> list[str]:
-    """Each held rollout with the command that samples it again, then the
-    other choice for those that kept an answer (grade it), then all at once."""
-    from cli.render.text import decision_line
-
-    if not found.held:
-        return []
-    lines = [f"held ({len(found.held)}), each with the command that runs it again:"]
-    for h, choice in zip(found.held, choices.rollouts, strict=True):
-        lines.append(
-            "  " + decision_line(h.task, h.rollout, h.decision, state=found.state)
-        )
-        lines.append(f"    {choice.sample_again}")
-    if choices.grade_saved:
-        kept = choices.kept_answers
-        lines.append(
-            f"{kept} of them kept an answer, so there are two choices: run again "
-            "(the commands above; the saved answer is discarded), or grade the "
-            "saved answer with the judge, by failure kind (the dry run names each "
-            "rollout that moves from held to re-judged; without --dry-run the next "
-            "round grades them):"
-        )
-        lines += [
-            f"  {g.kind} ({plural(g.rollouts, 'rollout')}): {g.command}"
-            for g in choices.grade_saved
-        ]
-    lines.append(
-        "every held rollout at once (run again; the dry run lists them, without "
-        f"--dry-run it records the approvals): {choices.approve_all}"
-    )
-    return lines
 
 
 def status_document(
@@ -170,7 +119,12 @@ def status(
     """
     import projections
     from cli.commands.coordinating import workers_document, workers_lines
-    from cli.render.text import coverage_lines, run_lines
+    from cli.render.text import (
+        choices_document,
+        coverage_lines,
+        held_lines,
+        run_lines,
+    )
 
     if dry_run and not publish:
         raise click.UsageError("--dry-run previews --publish; give both")

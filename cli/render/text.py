@@ -11,12 +11,21 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from projections import Decision, GateVerdict, HistoryEntry, RunState
+    from projections import (
+        Decision,
+        GateVerdict,
+        HeldChoices,
+        HistoryEntry,
+        RunState,
+        RunStatus,
+    )
 
 __all__ = [
+    "choices_document",
     "coverage_lines",
     "decision_document",
     "decision_line",
+    "held_lines",
     "history_header",
     "history_line",
     "plan_change_document",
@@ -263,3 +272,51 @@ def history_header(entry: HistoryEntry) -> str:
         f"{'seq':>6}  {'time':<{len(entry.at)}}  {'actor':<16}  {'kind':<20}  "
         f"{'key':<10}  summary"
     )
+
+
+def choices_document(choices: HeldChoices) -> dict[str, Any]:
+    """The held rollouts' two choices, for ``status --json`` (issue 28)."""
+    return {
+        "held_choices": {
+            "sample_again": [
+                {"task": h.task, "rollout": h.rollout, "command": h.sample_again}
+                for h in choices.rollouts
+            ],
+            "grade_saved": [
+                {"kind": g.kind, "rollouts": g.rollouts, "command": g.command}
+                for g in choices.grade_saved
+            ],
+            "approve_all": choices.approve_all if choices.rollouts else None,
+        }
+    }
+
+
+def held_lines(found: RunStatus, choices: HeldChoices) -> list[str]:
+    """Each held rollout with the command that samples it again, then the
+    other choice for those that kept an answer (grade it), then all at once."""
+    if not found.held:
+        return []
+    lines = [f"held ({len(found.held)}), each with the command that runs it again:"]
+    for h, choice in zip(found.held, choices.rollouts, strict=True):
+        lines.append(
+            "  " + decision_line(h.task, h.rollout, h.decision, state=found.state)
+        )
+        lines.append(f"    {choice.sample_again}")
+    if choices.grade_saved:
+        kept = choices.kept_answers
+        lines.append(
+            f"{kept} of them kept an answer, so there are two choices: run again "
+            "(the commands above; the saved answer is discarded), or grade the "
+            "saved answer with the judge, by failure kind (the dry run names each "
+            "rollout that moves from held to re-judged; without --dry-run the next "
+            "round grades them):"
+        )
+        lines += [
+            f"  {g.kind} ({plural(g.rollouts, 'rollout')}): {g.command}"
+            for g in choices.grade_saved
+        ]
+    lines.append(
+        "every held rollout at once (run again; the dry run lists them, without "
+        f"--dry-run it records the approvals): {choices.approve_all}"
+    )
+    return lines
