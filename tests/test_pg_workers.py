@@ -225,6 +225,22 @@ def _head(run: WorkersRun, target: str) -> dict[str, Any]:
     return found
 
 
+def _coordinator_after_kill(run: WorkersRun) -> subprocess.Popen[str]:
+    """A requeued coordinator: until the killed one's session is gone, the run
+    lock is held and it exits 4 (contention), as a batch system's requeue sees."""
+    deadline = time.monotonic() + 60
+    while True:
+        coordinator = run.coordinator()
+        try:
+            code = coordinator.wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            return coordinator  # it holds the lock and coordinates
+        coordinator.communicate()
+        assert code == 4, code
+        assert time.monotonic() < deadline, "the killed coordinator's lock stayed held"
+        time.sleep(0.5)
+
+
 def test_issue_29_the_coordinator_killed_then_both_killed_then_restarted(
     workers_run: WorkersRun,
 ) -> None:
@@ -238,13 +254,13 @@ def test_issue_29_the_coordinator_killed_then_both_killed_then_restarted(
     _until(lambda: sum(w.rows_recorded for w in _workers(run)) >= 4)
     os.kill(coordinator.pid, signal.SIGKILL)  # mid-round: workers hold claims
     coordinator.wait()
-    again = run.coordinator()  # a requeued coordinator takes the lock and goes on
+    again = _coordinator_after_kill(run)  # requeued, it takes the lock and goes on
     _until(lambda: sum(w.rows_recorded for w in _workers(run)) >= 12)
     os.kill(again.pid, signal.SIGKILL)
     os.kill(first.pid, signal.SIGKILL)
     for process in (again, first):
         process.wait()
-    last = run.coordinator()
+    last = _coordinator_after_kill(run)
     restarted = run.worker("first")  # its own work folder: adopts its rows
     code, document = _last(last)
     assert document["role"] == "coordinator"

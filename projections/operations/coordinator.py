@@ -33,7 +33,7 @@ from typing import Any
 
 import msgspec
 
-from ledger import Ledger, WorkBoard, plural
+from ledger import ConcurrencyConflict, Ledger, WorkBoard, plural
 from ledger.events import AttemptsReleased
 from projections.decisions.plan import plan_keys
 from projections.decisions.rules import decide_all
@@ -207,7 +207,11 @@ def coordinate(
             break
         head = ledger.head()[0]
         if head != seen:
-            released = _release_more(ledger)
+            try:
+                released = _release_more(ledger)
+            except ConcurrencyConflict:
+                time.sleep(poll)  # a worker appended meanwhile: replay, try again
+                continue
             more = _offer(ledger, board)
             report.released += more
             if released:
@@ -219,5 +223,14 @@ def coordinate(
             check = check_outcome(ledger)
             continue
         time.sleep(poll)
-    publish(ledger, replay_kept(ledger))
+    for _ in range(_PUBLISH_TRIES):
+        try:
+            publish(ledger, replay_kept(ledger))
+            break
+        except ConcurrencyConflict:  # a worker recorded its last rows meanwhile
+            time.sleep(poll)
     return report
+
+
+#: How often the coordinator's last publish is tried while workers still append.
+_PUBLISH_TRIES = 20
