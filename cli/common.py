@@ -304,7 +304,7 @@ def progress(items: Iterable[T], *, length: int | None, label: str, quiet: bool)
 
 
 def policy_setting(text: str, option: str) -> tuple[str, Any]:
-    """``KEY=VALUE`` of ``policy``: VALUE is JSON, else a string (REC-60)."""
+    """``KEY=VALUE`` of ``policy``: VALUE is JSON, else a string."""
     import msgspec
 
     key, sep, raw = text.partition("=")
