@@ -118,6 +118,7 @@ if TYPE_CHECKING:
     )
     from projections.views.status import RunStatus, adopt_note, check_run
     from projections.views.tables import TABLE_COLUMNS, table_records
+    from projections.views.workers import WorkerSeen, workers_seen
     from projections.words.describe import (
         GLOSSARY,
         GLOSSARY_SECTIONS,
@@ -187,6 +188,7 @@ __all__ = [
     "StoreImport",
     "TaskMean",
     "Verification",
+    "WorkerSeen",
     "WorkerReport",
     "adopt_note",
     "approve",
@@ -217,6 +219,7 @@ __all__ = [
     "gate",
     "held_attempts",
     "held_choices",
+    "workers_seen",
     "history",
     "import_into_store",
     "import_run",
@@ -367,6 +370,8 @@ _LAZY = {
     "set_policy": "projections.operations.settings",
     "status": "projections.operations.publishing",
     "table_records": "projections.views.tables",
+    "WorkerSeen": "projections.views.workers",
+    "workers_seen": "projections.views.workers",
     "verify": "projections.views.checks",
     "verify_run": "projections.views.checks",
 }

@@ -30,6 +30,7 @@ from ledger import Ledger, WorkBoard
 from tests.internals import SCHEMA
 from tests.pg_support import log_facts
 from tests.test_cli_support import CliRun
+from tests.view_support import serving
 
 ROOT = Path(__file__).resolve().parents[1]
 COLLECTOR = ROOT / "cli" / "examples" / "simulated_collector.py"
@@ -83,7 +84,9 @@ class WorkersRun(CliRun):
         for process in self.processes:
             if process.poll() is None:
                 process.kill()
-            process.communicate()
+            if process.stdout is not None and not process.stdout.closed:
+                process.stdout.close()  # a test may have read it to its end
+            process.wait()
 
     def worker(
         self, name: str, *extra: str, delay: float = 0.0
@@ -168,6 +171,26 @@ def test_issue_29_sc_4_a_coordinator_and_four_workers_complete_a_run(
     assert sum(w["rows_recorded"] for w in status["workers"]) == sum(
         doc["total_rows"] for _, doc in ended
     )
+    names = {w["worker"] for w in status["workers"]}
+    # Seen: the report and the viewer show each worker as status does.
+    page = workers_run.folder / "report.html"
+    workers_run.ok("report", workers_run.url, "-o", page)
+    section = page.read_text().split('<section id="workers">')[1].split("</section>")[0]
+    assert "Workers (4)" in section
+    for w in status["workers"]:
+        assert f"<td>{w['worker']}</td><td>{w['host']}</td><td>{w['pid']}</td>" in section
+        assert w["words"].split(" at ")[0] in section
+    with serving([workers_run.url]) as served:
+        (card,) = served.get("/api/runs").json()["runs"]
+        run_id = card["header"]["run_id"]
+        shown = served.get(f"/api/runs/{run_id}").json()["workers"]
+        assert {w["worker"] for w in shown} == names
+        assert [w["rows_recorded"] for w in shown] == [
+            w["rows_recorded"] for w in status["workers"]
+        ]
+        html = served.get(f"/runs/{run_id}").text
+        assert "Workers (4)" in html
+        assert all(f"<td>{name}</td>" in html for name in names)
 
 
 def test_issue_29_a_worker_killed_mid_batch_then_started_again_loses_nothing(

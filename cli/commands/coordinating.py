@@ -207,14 +207,10 @@ _OPTIONS = [
 
 def workers_document(led: Any) -> list[dict[str, Any]] | None:
     """Each worker of a run on PostgreSQL, for ``status --json``; ``None``: files."""
-    import msgspec
+    import projections
 
-    import ledger
-
-    if led.folder is not None:
-        return None
-    board = ledger.WorkBoard.of(led)
-    return [msgspec.to_builtins(w) for w in board.workers()]
+    seen = projections.workers_seen(led)
+    return None if seen is None else [w.to_dict() for w in seen]
 
 
 def workers_lines(workers: list[dict[str, Any]] | None) -> list[str]:
@@ -222,28 +218,9 @@ def workers_lines(workers: list[dict[str, Any]] | None) -> list[str]:
     if not workers:
         return [] if workers is None else ["workers: none has worked on this run yet"]
     lines = [f"workers ({len(workers)}):"]
-    for w in workers:
-        if w["state"] == "working" and w["alive"]:
-            how = (
-                f"working, holds {plural(w['holding'], 'item')}, last heard from "
-                f"{w['quiet']:g} s ago"
-            )
-        elif w["state"] == "working":
-            how = (
-                "gone (its session ended; the coordinator offers its work again), "
-                f"last heard from at {w['last_heard']}"
-            )
-        else:
-            how = f"{_ENDED.get(w['state'], w['state'])} at {w['ended']}"
-        lines.append(
-            f"  {w['worker']}: pid {w['pid']} on {w['host']}, "
-            f"{plural(w['rows_recorded'], 'row')} recorded, {how}"
-        )
+    lines += [
+        f"  {w['worker']}: pid {w['pid']} on {w['host']}, "
+        f"{plural(w['rows_recorded'], 'row')} recorded, {w['words']}"
+        for w in workers
+    ]
     return lines
-
-
-_ENDED = {
-    "done": "finished",
-    "stopped": "stopped",
-    "gone": "gone (its session ended; its work was offered again)",
-}

@@ -35,11 +35,13 @@ class Folded:
         self.coverage = projections.coverage(state, self.decisions)
         self.metrics = projections.reward_metrics(led, state, decisions=self.decisions)
         self.lines = projections.metrics_lines(self.metrics)
+        self.workers = projections.workers_seen(led)  # a run on PostgreSQL
 
         self._messages: dict[tuple[int, int], str] | None = None
 
     def follow_writer(self, led: Any) -> None:
-        """Say who holds the run now (no event marks a writer's start or end)."""
+        """Say who holds the run now, and what its workers hold (no event marks
+        a writer's start or end, nor a worker's claim)."""
         import msgspec
 
         import projections
@@ -47,6 +49,7 @@ class Folded:
         writer = projections.writer_of(led)
         if writer != self.card.writer:
             self.card = msgspec.structs.replace(self.card, writer=writer)
+        self.workers = projections.workers_seen(led)
 
     def messages(self, led: Any) -> dict[tuple[int, int], str]:
         """Each failed rollout's failure message, read once (the text search)."""

@@ -47,6 +47,7 @@ from projections.report.charts import (
 from projections.report.content import PREVIEW, read_content
 from projections.report.trail import Trails
 from projections.views.next_steps import NextSteps, held_choices
+from projections.views.workers import workers_seen
 from projections.words.describe import GLOSSARY, describe_decision, describe_kind
 
 __all__ = ["GRID_LIMIT", "TRAIL_LIMIT", "report_context"]
@@ -326,8 +327,9 @@ def report_context(
     ``verification`` is a ``Verification`` (``None``: not checked) and
     ``metrics`` the plain value of the reward figures (``None``: not given).
     With the run's ``ledger`` (which ``events`` came from), the header says
-    what was evaluated and each trail what its rollout's row holds; without
-    it, neither (``None``).
+    what was evaluated, each trail what its rollout's row holds and, for a run
+    on PostgreSQL, the workers section who worked on it; without it, none of
+    these (``None``).
     """
     cover = coverage(state, dict(decisions))
     cap = state.cap
@@ -338,10 +340,12 @@ def report_context(
     for event in events:
         trails.add(event)
     kinds = trails.kinds
-    header, content = None, None
+    header, content, workers = None, None, None
     if ledger is not None:
         header = _header(evaluated(ledger, state, last_event_at=trails.last_at))
         content = read_content(ledger.files, trails.places())
+        seen = workers_seen(ledger)  # a run on PostgreSQL (issue 29)
+        workers = None if seen is None else [w.to_dict() for w in seen]
     return {
         "run_id": redact_secrets(state.run_id),
         "evaluated": header,
@@ -376,6 +380,7 @@ def report_context(
         },
         "held": _held(steps, decisions, cap),
         "held_total": cover.decisions.get("held", 0),
+        "workers": workers,
         "changes": trails.changes,
         "refused_more": trails.refused_more,
         "refused_command": _command(

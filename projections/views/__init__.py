@@ -1,6 +1,6 @@
 """The views people read: status, history, results (and their tables), the
-audit export, verify, the published files' bytes, refused lines. Pure: they
-read, never write.
+audit export, verify, the published files' bytes, refused lines, the workers
+of a run on PostgreSQL. Pure: they read, never write.
 """
 
 from ledger import lazy_exports
@@ -18,6 +18,7 @@ __all__ = [
     "RunStatus",
     "SelectedRow",
     "Verification",
+    "WorkerSeen",
     "check_run",
     "field_value",
     "held_choices",
@@ -29,6 +30,7 @@ __all__ = [
     "table_records",
     "verify",
     "verify_run",
+    "workers_seen",
 ]
 
 __getattr__, __dir__ = lazy_exports(
@@ -57,5 +59,7 @@ __getattr__, __dir__ = lazy_exports(
         "table_records": "projections.views.tables",
         "verify": "projections.views.checks",
         "verify_run": "projections.views.checks",
+        "WorkerSeen": "projections.views.workers",
+        "workers_seen": "projections.views.workers",
     },
 )
