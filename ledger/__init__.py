@@ -55,6 +55,7 @@ from ledger.bounds import (
 )
 from ledger.clock import Clock
 from ledger.errors import (
+    AlreadyReserved,
     ConcurrencyConflict,
     ConfigError,
     CorruptLedger,
@@ -136,6 +137,7 @@ __all__ = [
     "MAX_SEQ",
     "NG_NO_GENERATION_METADATA",
     "ROLLOUT_ID",
+    "AlreadyReserved",
     "AsyncRecorder",
     "Clock",
     "ConcurrencyConflict",

@@ -67,6 +67,15 @@ class ConfigError(LedgerError):
         self.path = None if path is None else str(path)
 
 
+class AlreadyReserved(ConfigError):
+    """An attempt another writer reserved first (SC-3): the store refused the
+    second reservation. ``attempt`` is ``(task, rollout, attempt)``."""
+
+    def __init__(self, message: str, *, attempt: tuple[int, int, int], path: str):
+        super().__init__(message, path=path)
+        self.attempt = attempt
+
+
 class IdentityMismatch(ConfigError):
     """Saved work does not belong to the current configuration, inputs or run."""
 

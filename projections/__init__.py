@@ -86,6 +86,7 @@ if TYPE_CHECKING:
     from projections.operations.resuming import Resume, resume
     from projections.operations.round_files import (
         RoundFiles,
+        RoundRecorder,
         next_round_files,
     )
     from projections.operations.run_loop import (
@@ -179,6 +180,7 @@ __all__ = [
     "RolloutQuery",
     "RoundFiles",
     "RoundProgress",
+    "RoundRecorder",
     "RoundReport",
     "RunCard",
     "RunCheck",
@@ -188,8 +190,8 @@ __all__ = [
     "StoreImport",
     "TaskMean",
     "Verification",
-    "WorkerSeen",
     "WorkerReport",
+    "WorkerSeen",
     "adopt_note",
     "approve",
     "approve_held",
@@ -219,7 +221,6 @@ __all__ = [
     "gate",
     "held_attempts",
     "held_choices",
-    "workers_seen",
     "history",
     "import_into_store",
     "import_run",
@@ -249,6 +250,7 @@ __all__ = [
     "verify",
     "verify_run",
     "work_batches",
+    "workers_seen",
     "writer_of",
 ]
 
@@ -315,6 +317,7 @@ _LAZY = {
     "Resume": "projections.operations.resuming",
     "RewardMetrics": "projections.figures.metrics",
     "RoundFiles": "projections.operations.round_files",
+    "RoundRecorder": "projections.operations.round_files",
     "RoundProgress": "projections.operations.run_loop",
     "RoundReport": "projections.operations.run_loop",
     "RunCheck": "projections.operations.run_loop",

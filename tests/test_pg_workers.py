@@ -29,7 +29,7 @@ import pytest
 from ledger import Ledger, WorkBoard
 from tests.internals import SCHEMA
 from tests.pg_support import log_facts
-from tests.test_cli_support import CliRun
+from tests.test_cli_support import CliRun, graded
 from tests.view_support import serving
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -178,7 +178,9 @@ def test_issue_29_sc_4_a_coordinator_and_four_workers_complete_a_run(
     section = page.read_text().split('<section id="workers">')[1].split("</section>")[0]
     assert "Workers (4)" in section
     for w in status["workers"]:
-        assert f"<td>{w['worker']}</td><td>{w['host']}</td><td>{w['pid']}</td>" in section
+        assert (
+            f"<td>{w['worker']}</td><td>{w['host']}</td><td>{w['pid']}</td>" in section
+        )
         assert w["words"].split(" at ")[0] in section
     with serving([workers_run.url]) as served:
         (card,) = served.get("/api/runs").json()["runs"]
@@ -258,6 +260,8 @@ def _coordinator_after_kill(run: WorkersRun) -> subprocess.Popen[str]:
             code = coordinator.wait(timeout=3)
         except subprocess.TimeoutExpired:
             return coordinator  # it holds the lock and coordinates
+        if code in (0, 76):
+            return coordinator  # it took the lock: the workers had finished
         coordinator.communicate()
         assert code == 4, code
         assert time.monotonic() < deadline, "the killed coordinator's lock stayed held"
@@ -279,9 +283,9 @@ def test_issue_29_the_coordinator_killed_then_both_killed_then_restarted(
     coordinator.wait()
     again = _coordinator_after_kill(run)  # requeued, it takes the lock and goes on
     _until(lambda: sum(w.rows_recorded for w in _workers(run)) >= 12)
-    os.kill(again.pid, signal.SIGKILL)
-    os.kill(first.pid, signal.SIGKILL)
     for process in (again, first):
+        if process.poll() is None:  # a fast run may have ended already
+            os.kill(process.pid, signal.SIGKILL)
         process.wait()
     last = _coordinator_after_kill(run)
     restarted = run.worker("first")  # its own work folder: adopts its rows
@@ -297,3 +301,54 @@ def test_issue_29_the_coordinator_killed_then_both_killed_then_restarted(
     files = copy  # a folder holding one run names it
     assert run.invoke("verify", files).exit_code == 0
     assert _head(run, str(files)) == _head(run, run.url)
+
+
+def test_issue_29_sc_3_an_attempt_two_workers_answered_is_recorded_once(
+    workers_run: WorkersRun,
+) -> None:
+    """Two workers hold rows for the same attempt (a dead worker's rows adopted
+    after its work was offered again): the first recorded wins, the second is
+    never recorded (refused by line when the store caught the race, else
+    counted as recorded already), and the worker goes on with its other rows."""
+    import projections
+
+    run = workers_run
+    plan = run.folder / "plan.jsonl"
+    run.ok("resume", run.url, *run.config_args(), "-o", plan)
+    rows = [json.loads(line) for line in plan.read_text().splitlines()]
+    assert len(rows) == 32
+    files = {}
+    for name, reward, mine in (("a", 1.0, rows[:1]), ("b", 0.0, rows[:2])):
+        folder = run.folder / name
+        folder.mkdir()
+        files[name] = projections.RoundFiles(
+            number=1,
+            plan=str(plan),
+            output=str(folder / "output.jsonl"),
+            failures=str(folder / "output_failures.jsonl"),
+        )
+        answers = [{**row, **graded(reward)} for row in mine]
+        Path(files[name].output).write_text(
+            "".join(json.dumps(a) + "\n" for a in answers)
+        )
+        Path(files[name].failures).write_text("")
+    # Workers record without the run lock (SC-4), each through its own session.
+    with Ledger.open(run.url) as first, Ledger.open(run.url) as second:
+        late = projections.RoundRecorder(second, files["b"])
+        done = projections.RoundRecorder(first, files["a"]).record(final=True)
+        assert (done.rows, done.refused) == (1, [])
+        found = late.record(final=True)
+    assert found.rows == 1  # its other row went on
+    assert found.skipped + len(found.refused) == 1
+    for refusal in found.refused:
+        assert (refusal.file, refusal.line) == (files["b"].output, 1)
+    with Ledger.open(run.url) as led:
+        facts = log_facts(led)
+    key = (rows[0]["_ng_task_index"], rows[0]["_ng_rollout_index"], 0)
+    assert Counter(facts.outcomes)[key] == 1
+    assert len(facts.outcomes) == 2
+    table = [json.loads(x) for x in run.ok("results", run.url).stdout.splitlines()]
+    (kept,) = [
+        r for r in table if (r["_ng_task_index"], r["_ng_rollout_index"]) == key[:2]
+    ]
+    assert kept["reward"] == 1.0  # the first answer recorded, not the second

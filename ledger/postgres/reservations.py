@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 import psycopg
 
-from ledger.errors import ConfigError, Refused
+from ledger.errors import AlreadyReserved, ConfigError, Refused
 from ledger.events import AttemptReserved, AttemptsReleased
 from ledger.postgres.schema import SCHEMA
 from ledger.store.port import EventRow
@@ -200,11 +200,12 @@ def _not_released(attempt: Attempt, where: str) -> ConfigError:
     )
 
 
-def _already_reserved(attempt: Attempt, where: str) -> ConfigError:
+def _already_reserved(attempt: Attempt, where: str) -> AlreadyReserved:
     task, rollout, number = attempt
-    return ConfigError(
+    return AlreadyReserved(
         f"{where}: attempt {number} of task {task}, rollout {rollout} is already "
         "reserved; an attempt is reserved once",
+        attempt=(task, rollout, number),
         path=where,
     )
 

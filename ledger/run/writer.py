@@ -33,6 +33,9 @@ from ledger.store.prepared import Prepared
 __all__ = ["WORKER_KINDS", "Writer", "checked", "fast_kind"]
 
 #: What a worker of a shared log may append without the run lock (SC-4).
+#: ``row_refused`` is part of recording (issue 25): a line of its collector's
+#: files that a worker does not record is kept in the log by name, as ``run``
+#: keeps one (issue 29).
 WORKER_KINDS = frozenset(
     {
         "attempt_reserved",
@@ -41,6 +44,7 @@ WORKER_KINDS = frozenset(
         "omission_saved",
         "judge_admitted",
         "judge_outcome_saved",
+        "row_refused",
     }
 )
 

@@ -42,7 +42,7 @@ from projections.operations.publishing import publish
 from projections.operations.resuming import resume
 from projections.operations.run_loop import RunCheck, check_outcome
 
-__all__ = ["CoordinatorReport", "Reaped", "coordinate"]
+__all__ = ["CoordinatorReport", "Reaped", "coordinate", "replan_pass"]
 
 #: Seconds between two looks at the run and its workers.
 POLL_SECONDS = 1.0
@@ -113,8 +113,9 @@ def _offer(ledger: Ledger, board: WorkBoard) -> int:
     return board.offer(dispatch, rejudge, keep=live)
 
 
-def _release_more(ledger: Ledger) -> int:
-    """REC-3: release what the decisions allow, never what is in flight or released."""
+def _release_more(ledger: Ledger) -> tuple[int, int]:
+    """REC-3: release what the decisions allow, never what is in flight or
+    released; returns how many, and the seq the decisions were made as of."""
     state = replay_kept(ledger)
     keys = plan_keys(state, decide_all(state), skip_in_flight=True)
     index = ledger.write_index()
@@ -124,7 +125,20 @@ def _release_more(ledger: Ledger) -> int:
         ledger.append(
             AttemptsReleased(dispatch=dispatch, rejudge=rejudge), actor="coordinator"
         )
-    return len(dispatch) + len(rejudge)
+    return len(dispatch) + len(rejudge), state.as_of_seq
+
+
+def replan_pass(ledger: Ledger, board: WorkBoard) -> tuple[int, int, int]:
+    """One replan of the coordinator once outcomes arrived (SC-4): release what
+    the decisions allow and offer it. Returns the attempts and re-judgments
+    released, those offered, and the seq the decisions were made as of (an
+    outcome appended after it is replanned by the next pass).
+
+    ``ConcurrencyConflict``: a worker appended between its replay and its
+    release; nothing was released, and the next pass tries again.
+    """
+    released, as_of = _release_more(ledger)
+    return released, _offer(ledger, board), as_of
 
 
 def coordinate(
@@ -170,7 +184,7 @@ def coordinate(
         f"{plural(len(found.plan.rejudge), 're-judgment')} to the workers "
         f"({offered} offered anew)"
     )
-    seen = ledger.head()[0]
+    seen = found.state.as_of_seq  # what came after resume's replay: replanned
     check = check_outcome(ledger)
     lonely_since = time.monotonic()
     seen_workers: set[str] = set()
@@ -208,18 +222,19 @@ def coordinate(
         head = ledger.head()[0]
         if head != seen:
             try:
-                released = _release_more(ledger)
+                released, more, as_of = replan_pass(ledger, board)
             except ConcurrencyConflict:
                 time.sleep(poll)  # a worker appended meanwhile: replay, try again
                 continue
-            more = _offer(ledger, board)
             report.released += more
             if released:
                 note(
                     f"released {plural(released, 'more attempt')} as outcomes "
                     f"arrived ({more} offered)"
                 )
-            seen = ledger.head()[0]
+            # What came after the replay is replanned next pass (its own
+            # release, too: that pass then releases nothing and settles).
+            seen = as_of
             check = check_outcome(ledger)
             continue
         time.sleep(poll)

@@ -30,9 +30,11 @@ import msgspec
 
 from ledger import (
     ROLLOUT_ID,
+    AlreadyReserved,
     FollowedFile,
     FollowedLine,
     Ledger,
+    LedgerError,
     RowError,
     identify_row,
     read_plan_rows,
@@ -378,19 +380,50 @@ def _record_rows(
             if exc.line is None or exc.line not in numbers:
                 raise
             at = numbers.index(exc.line)
-            recorded.add(_record_rows(ledger, name, rows[:at], numbers[:at], sides))
             why = str(exc.__cause__ or exc)
-            recorded.refused.append(Refusal(name, exc.line, why))
-            rows, numbers = rows[at + 1 :], numbers[at + 1 :]
-            continue
-        skipped = counts.pop("already_recorded", 0)
-        recorded.add(
-            Recorded(
-                rows=len(rows) - skipped,
-                skipped=skipped,
-                events=counts,
-                failures=sides.count(failures) if sides and failures else {},
+        except AlreadyReserved as exc:
+            # SC-3: another worker recorded this attempt first (its rows were
+            # adopted, or its work offered again while this one ran it): the
+            # store refused the second reservation. This row is refused by
+            # name, never recorded twice; the others go on.
+            found = _row_of(ledger, rows, exc.attempt)
+            if found is None:
+                raise
+            at = found
+            ledger.direct_recorder().catch_up_now()
+            task, rollout, number = exc.attempt
+            why = (
+                f"attempt {number} of task {task}, rollout {rollout} was recorded "
+                "first from another worker's files; this answer stays in its file "
+                "and is not counted"
             )
-        )
-        break
+        else:
+            skipped = counts.pop("already_recorded", 0)
+            recorded.add(
+                Recorded(
+                    rows=len(rows) - skipped,
+                    skipped=skipped,
+                    events=counts,
+                    failures=sides.count(failures) if sides and failures else {},
+                )
+            )
+            break
+        recorded.add(_record_rows(ledger, name, rows[:at], numbers[:at], sides))
+        recorded.refused.append(Refusal(name, numbers[at], why))
+        rows, numbers = rows[at + 1 :], numbers[at + 1 :]
     return recorded
+
+
+def _row_of(
+    ledger: Ledger, rows: list[Any], attempt: tuple[int, int, int]
+) -> int | None:
+    """The index of the row naming ``attempt`` (as the recorder reads a row)."""
+    recorder = ledger.direct_recorder()
+    for at, row in enumerate(rows):
+        try:
+            named = recorder.attempt_named(row)
+        except LedgerError:
+            continue
+        if named == attempt:
+            return at
+    return None
