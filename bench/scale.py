@@ -51,7 +51,15 @@ from ledger.postgres.schema import SCHEMA
 from ledger.run.ledger import Ledger
 from ledger.run.lock import RunLock
 
-__all__ = ["END", "START", "ScaleSizes", "main", "section", "write_section"]
+__all__ = [
+    "END",
+    "START",
+    "ScaleSizes",
+    "main",
+    "pg_writer_rows",
+    "section",
+    "write_section",
+]
 
 START, END = "<!-- sc7:start -->", "<!-- sc7:end -->"
 STORE_ENV = "ROLLOUT_LEDGER_STORE"
@@ -150,7 +158,8 @@ def _writer(
     conn.close()
 
 
-def _pg_writers(ctx: ScaleContext, writers: int) -> Measured:
+def _pg_spans(ctx: ScaleContext, writers: int) -> tuple[int, int, float]:
+    """``writers`` processes record every row into one run: events, rows, seconds."""
     rows = _rows(ctx)
     url = f"{ctx.store}?run=bench-sc7-{uuid.uuid4().hex[:12]}"
     spawn = multiprocessing.get_context("spawn")
@@ -178,9 +187,25 @@ def _pg_writers(ctx: ScaleContext, writers: int) -> Measured:
     finally:
         drop_run(url)
     elapsed = max(end for _, end in spans) - min(start for start, _ in spans)
+    return events, len(rows), elapsed
+
+
+def _pg_writers(ctx: ScaleContext, writers: int) -> Measured:
+    events, rows, elapsed = _pg_spans(ctx, writers)
     return Measured(
-        events / elapsed, f"{events} events, {len(rows)} rows, {writers} processes"
+        events / elapsed, f"{events} events, {rows} rows, {writers} processes"
     )
+
+
+def pg_writer_rows(
+    store: str, scratch: Path, writers: int, rollouts: int
+) -> dict[str, Any]:
+    """Rows per second of ``writers`` independent writers recording ``rollouts``
+    rows into one run (``bench.workers``' baseline, issue 29)."""
+    sizes = ScaleSizes("workers", 1, rollouts, 64, 0)
+    ctx = ScaleContext(sizes, store, scratch, SEED)
+    _, rows, elapsed = _pg_spans(ctx, writers)
+    return {"rows": rows, "seconds": elapsed, "rate": rows / elapsed}
 
 
 def pg_writer(ctx: ScaleContext) -> Measured:

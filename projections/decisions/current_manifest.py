@@ -40,12 +40,17 @@ class _AgentOnly(msgspec.Struct):
 _AGENT_DECODER = msgspec.json.Decoder(_AgentOnly)
 
 
+#: Chunks this large are hashed in the helper thread; smaller ones (a row
+#: stored as a piece of its own, PostgreSQL) in line, in file order.
+_THREADED = 1 << 16
+
+
 def _lines(chunks: Iterable[bytes], digest: Any) -> Iterator[bytes | memoryview]:
     """The file's lines without their newline, hashing every byte as read.
 
-    Each chunk is hashed in a helper thread while its lines are decoded here
-    (``update`` releases the GIL on large buffers, P-4); one chunk at most is
-    being hashed, in file order, so the digest is the file's.
+    Each large chunk is hashed in a helper thread while its lines are decoded
+    here (``update`` releases the GIL on large buffers, P-4); one chunk at most
+    is being hashed, in file order, so the digest is the file's.
     """
     with ThreadPoolExecutor(1, thread_name_prefix="sha256") as hasher:
         hashing: Future[None] | None = None
@@ -53,7 +58,11 @@ def _lines(chunks: Iterable[bytes], digest: Any) -> Iterator[bytes | memoryview]
         for chunk in chunks:
             if hashing is not None:
                 hashing.result()
-            hashing = hasher.submit(digest.update, chunk)
+                hashing = None
+            if len(chunk) < _THREADED:  # a store's small piece: a thread costs more
+                digest.update(chunk)
+            else:
+                hashing = hasher.submit(digest.update, chunk)
             view = memoryview(chunk)  # lines are decoded in place, not copied
             start = 0
             while (end := chunk.find(b"\n", start)) >= 0:
