@@ -67,7 +67,7 @@ if TYPE_CHECKING:
         import_into_store,
         import_run,
     )
-    from projections.operations.keep import note_commands
+    from projections.operations.keep import note_commands, verify_kept
     from projections.operations.operator import (
         Approval,
         OperatorResult,
@@ -109,6 +109,7 @@ if TYPE_CHECKING:
     from projections.views.checks import Finding, Verification, verify, verify_run
     from projections.views.export import AuditExport, audit_export
     from projections.views.next_steps import HeldChoices, NextSteps, held_choices
+    from projections.views.proof import checked_since, proof_words, read_proof
     from projections.views.results import (
         ChangedRow,
         ResultRows,
@@ -119,7 +120,7 @@ if TYPE_CHECKING:
     )
     from projections.views.status import RunStatus, adopt_note, check_run
     from projections.views.tables import TABLE_COLUMNS, table_records
-    from projections.views.workers import WorkerSeen, workers_seen
+    from projections.views.workers import workers_seen
     from projections.words.describe import (
         GLOSSARY,
         GLOSSARY_SECTIONS,
@@ -191,7 +192,6 @@ __all__ = [
     "TaskMean",
     "Verification",
     "WorkerReport",
-    "WorkerSeen",
     "adopt_note",
     "approve",
     "approve_held",
@@ -199,6 +199,7 @@ __all__ = [
     "changed_rows",
     "check_complete",
     "check_run",
+    "checked_since",
     "compare_runs",
     "config_diff",
     "coordinate",
@@ -228,8 +229,10 @@ __all__ = [
     "metrics_lines",
     "next_round_files",
     "note_commands",
+    "proof_words",
     "publish",
     "query_rollouts",
+    "read_proof",
     "record_outcomes",
     "replan",
     "replay",
@@ -248,6 +251,7 @@ __all__ = [
     "status",
     "table_records",
     "verify",
+    "verify_kept",
     "verify_run",
     "work_batches",
     "workers_seen",
@@ -373,10 +377,13 @@ _LAZY = {
     "set_policy": "projections.operations.settings",
     "status": "projections.operations.publishing",
     "table_records": "projections.views.tables",
-    "WorkerSeen": "projections.views.workers",
     "workers_seen": "projections.views.workers",
     "verify": "projections.views.checks",
     "verify_run": "projections.views.checks",
+    "verify_kept": "projections.operations.keep",
+    "checked_since": "projections.views.proof",
+    "proof_words": "projections.views.proof",
+    "read_proof": "projections.views.proof",
 }
 
 

@@ -46,6 +46,8 @@ def test_cli_9_verify_is_0_when_everything_holds(done: CliRun) -> None:
     assert result.stdout == (
         f"verified: seq {seq}, head {digest.hex()}\n"
         "the chain, the rows, two refolds and the published files hold\n"
+        "kept what was proved: reports, status and the viewer now check only "
+        "what comes after it\n"
     )
     assert result.stderr == ""
 

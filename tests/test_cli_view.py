@@ -85,6 +85,8 @@ def test_cli_6_status_prints_the_summary_coverage_and_held(mixed: CliRun) -> Non
         "  recovery policy: defaults (0 changes)\n"
         "  configuration changes accepted 0, identity overrides 0\n"
         f"{head}\n"
+        f"  integrity: not verified yet; `rollout-ledger verify {mixed.out}` checks "
+        "every byte once, then reports check only what comes after\n"
         "where the 6 rollouts stand (after event 15; `rollout-ledger explain` says "
         "what each word means):\n"
         "  retry            1  (failed 1)\n"
@@ -128,6 +130,8 @@ def test_cli_6_status_json_has_run_and_coverage(mixed: CliRun) -> None:
         "publish",  # null without --publish
         "held_choices",  # issue 28: each held rollout's commands
         "workers",  # null for a run in files (issue 29)
+        "verified",  # issue 30: what came after the last verify, checked
+        "integrity",  # the same in words
     }
     assert status["coverage"]["decisions"] == {
         "pending": 0,

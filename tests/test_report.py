@@ -281,7 +281,10 @@ def test_cli16_report_json_summarizes_the_page(
         "findings": 0,
         "seq": int(seq),
         "head": head,
+        "verified_up_to": None,  # no verify kept a proof: every check, now
+        "checked": found["checked"],
     }
+    assert found["checked"].startswith("Every check, every byte")
 
 
 # -- issue 27: what was evaluated, what each row holds, safe JSON, safe serving --

@@ -42,7 +42,7 @@ def verify(out: Path | str, as_json: bool, quiet: bool) -> None:
 
     # the full chain check names it
     with working("verifying", quiet=quiet), reader(out, check_head=False) as led:
-        found = projections.verify_run(led)
+        found, kept = projections.verify_kept(led)
     if as_json:  # the document, then exit 5 when a finding stands
         echo_json(
             {
@@ -51,6 +51,7 @@ def verify(out: Path | str, as_json: bool, quiet: bool) -> None:
                 "head": found.head.hex(),
                 "findings": [msgspec.to_builtins(f) for f in found.findings],
                 "waiting": found.waiting,
+                "proof": None if kept is None else str(kept),
             }
         )
     elif found.findings:
@@ -67,6 +68,11 @@ def verify(out: Path | str, as_json: bool, quiet: bool) -> None:
         return
     click.echo(f"verified: seq {found.seq}, head {found.head.hex()}")
     click.echo("the chain, the rows, two refolds and the published files hold")
+    if kept is not None:
+        click.echo(
+            "kept what was proved: reports, status and the viewer now check only "
+            "what comes after it"
+        )
     if found.waiting is not None:
         click.echo(f"waiting to be adopted (not damage): {found.waiting}")
 

@@ -124,6 +124,8 @@ def report(
                 "verified": built.verified,
                 "findings": built.findings,
                 "seq": built.seq,
+                "verified_up_to": built.proved_up_to,
+                "checked": built.checked,
                 "head": built.head,
             }
         )

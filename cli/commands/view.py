@@ -6,6 +6,7 @@ Each opens the run read-only and never writes (EV-12), except ``status
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -151,17 +152,41 @@ def status(
             ),
         )
         workers = workers_document(led)  # a run on PostgreSQL (issue 29)
+        # after the last verify (issue 30)
+        since = projections.checked_since(led, out=out)
+        integrity = (
+            projections.proof_words(None, out=out, kept=led.folder is not None)
+            if since is None
+            else since.words
+        )
     for row in found.changed:  # on stderr, --json too
         click.echo(
             f"rollout-ledger: warning: {row}; run `rollout-ledger verify`", err=True
         )
     document = status_document(found, publish=publish, dry_run=dry_run, metrics=as_json)
     if as_json:
-        echo_json(document | choices_document(choices) | {"workers": workers})
+        verified = None
+        if since is not None:
+            verified = {
+                "up_to": since.proved_up_to,
+                "seq": since.seq,
+                "findings": [str(f) for f in since.findings],
+            }
+        echo_json(
+            document
+            | choices_document(choices)
+            | {"workers": workers, "verified": verified, "integrity": integrity}
+        )
         return
     repairs = document["pending_repairs"]
     lines = metrics_text(found)
-    lines += run_lines(document["run"]) + coverage_lines(document["coverage"])
+    lines += [*run_lines(document["run"]), f"  integrity: {integrity}"]
+    if since is not None and since.findings:
+        lines += [f"  does not hold: {f}" for f in since.findings]
+        lines += [
+            f"  run `rollout-ledger verify {shlex.quote(str(out))}` for every check"
+        ]
+    lines += coverage_lines(document["coverage"])
     lines += held_lines(found, choices)
     lines += [f"pending repairs ({len(repairs)}):"] if repairs else []
     lines += [f"  {r['file']} line {r['line']}: {r['what']}" for r in repairs]

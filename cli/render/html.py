@@ -54,6 +54,9 @@ class Built(NamedTuple):
     findings: int
     seq: int
     head: str
+    #: Only what came after the last verify's proof was checked: its seq.
+    proved_up_to: int | None = None
+    checked: str | None = None  # what was checked, in words
 
 
 def build_page(out: Path | str, *, verify: bool = True, quiet: bool = True) -> Built:
@@ -70,9 +73,14 @@ def build_page(out: Path | str, *, verify: bool = True, quiet: bool = True) -> B
             state = projections.replay(led)
             decisions = projections.decide_all(state)
         verification = None
+        proof = projections.read_proof(led)
         if verify:
-            with working("verifying", quiet=quiet):
-                verification = projections.verify_run(led)
+            # After a verify's proof, only what came after it (issue 30).
+            with working("checking what came after the last verify", quiet=quiet):
+                verification = projections.checked_since(led, out=out)
+            if verification is None:
+                with working("verifying", quiet=quiet):
+                    verification = projections.verify_run(led)
         with working("writing the report", quiet=quiet):
             metrics = projections.reward_metrics(led, state, decisions=decisions)
             context = projections.report_context(
@@ -83,6 +91,9 @@ def build_page(out: Path | str, *, verify: bool = True, quiet: bool = True) -> B
                 verification=verification,
                 metrics=metrics.to_dict(),
                 ledger=led,
+                proof=projections.proof_words(
+                    proof, out=out, kept=led.folder is not None
+                ),
             )
             html = render_report(context)
     checked = context["verify"]
@@ -94,6 +105,8 @@ def build_page(out: Path | str, *, verify: bool = True, quiet: bool = True) -> B
         findings=len(checked["findings"]),
         seq=checked["seq"],
         head=checked["head"],
+        proved_up_to=checked["proved_up_to"],
+        checked=checked["words"],
     )
 
 

@@ -36,6 +36,9 @@ class Folded:
         self.metrics = projections.reward_metrics(led, state, decisions=self.decisions)
         self.lines = projections.metrics_lines(self.metrics)
         self.workers = projections.workers_seen(led)  # a run on PostgreSQL
+        self.integrity = ""
+        self._proof: object = None
+        self.check_integrity(led)
 
         self._messages: dict[tuple[int, int], str] | None = None
 
@@ -50,6 +53,27 @@ class Folded:
         if writer != self.card.writer:
             self.card = msgspec.structs.replace(self.card, writer=writer)
         self.workers = projections.workers_seen(led)
+        self.check_integrity(led)
+
+    def check_integrity(self, led: Any) -> None:
+        """What came after the last verify, checked again when that proof moved
+        (issue 30): ``integrity`` says what was checked, in words."""
+        import projections
+
+        proof = projections.read_proof(led)
+        if proof == self._proof and self.integrity:
+            return
+        self._proof = proof
+        since = projections.checked_since(led, out=self.target)
+        if since is None:
+            self.integrity = projections.proof_words(
+                None, out=self.target, kept=led.folder is not None
+            )
+        elif since.findings:
+            found = "; ".join(str(f) for f in since.findings)
+            self.integrity = f"{since.words}. Does not hold: {found}"
+        else:
+            self.integrity = since.words
 
     def messages(self, led: Any) -> dict[tuple[int, int], str]:
         """Each failed rollout's failure message, read once (the text search)."""

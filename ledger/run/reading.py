@@ -137,6 +137,19 @@ class LogReader:
         """Recompute the whole hash chain; the first break, or ``None`` (EV-2)."""
         return first_chain_break(self._store.rows(1))
 
+    def verify_chain_after(self, seq: int, head: bytes) -> ChainBreak | None:
+        """The chain after a proven ``(seq, head)`` (issue 30): event ``seq``
+        still carries ``head`` and every later event chains from it; the first
+        break, or ``None``. Nothing at or below ``seq`` is recomputed."""
+        if self._store.hash_at(seq) != head:
+            return ChainBreak(
+                seq=seq,
+                reason="the event no longer carries the head hash proven for it",
+            )
+        return first_chain_break(
+            self._store.rows(seq + 1), from_seq=seq + 1, prev_hash=head
+        )
+
     def load_snapshot(
         self, code_version: str, policy_digest: str
     ) -> tuple[int, bytes, bytes] | None:

@@ -32,15 +32,19 @@ from projections.fold.reading import KEEP_AFTER, replay_counted
 from projections.fold.settled import settle
 from projections.fold.snapshot import CODE_VERSION, snapshot_bytes
 from projections.fold.state import RunState
+from projections.views.checks import Verification, verify_run
 from projections.views.next_steps import COMMANDS_FILE, NotedCommands, read_noted
+from projections.views.proof import Proof, file_proofs, make_proof, proof_file
 
 __all__ = [
+    "keep_proof",
     "note_commands",
     "replay_kept",
     "save_left",
     "save_open",
     "save_snapshot",
     "speaks_of_credentials",
+    "verify_kept",
 ]
 
 
@@ -135,3 +139,38 @@ def note_commands(
     with suppress(OSError):
         temporary.write_bytes(msgspec.json.encode(noted))
         os.replace(temporary, target)
+
+
+def keep_proof(ledger: Ledger, proof: Proof) -> Path | None:
+    """Keep what a full ``verify`` proved beside the log (issue 30); where, or
+    ``None`` (a run in a store, or a folder that cannot be written: the next
+    reader then checks the run whole)."""
+    target = proof_file(ledger)
+    if target is None:
+        return None
+    temporary = target.with_name(f".{target.name}.tmp")
+    try:
+        temporary.write_bytes(msgspec.json.encode(proof))
+        os.replace(temporary, target)
+    except OSError:
+        return None
+    return target
+
+
+def verify_kept(ledger: Ledger) -> tuple[Verification, Path | None]:
+    """``verify_run``, and when nothing is found its proof kept (issue 30).
+
+    The proof names the head as of the start (every event up to it was
+    checked), and each collector file hashed whole in a helper thread while
+    the checks run (hashlib releases the GIL: the second core's work).
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    seq, head = ledger.head()
+    with ThreadPoolExecutor(1, thread_name_prefix="proof") as pool:
+        hashing = pool.submit(file_proofs, ledger)
+        found = verify_run(ledger)
+        files = hashing.result()
+    if found.findings or ledger.folder is None:
+        return found, None
+    return found, keep_proof(ledger, make_proof(seq, head, files))

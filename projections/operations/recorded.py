@@ -1,19 +1,25 @@
 """What recording a round's lines did (``run``, issue 25 and 28): the rows
-recorded and skipped, the lines refused, and the failures by side.
+recorded and skipped, the lines refused, and the failures by side; and
+``record_rows``, which records a batch of them and refuses by line what does
+not fit (a worker's second answer to an attempt another recorded first, too:
+issue 29).
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from typing import Any
 
 import msgspec
 
+from ledger import AlreadyReserved, Ledger, LedgerError, RowError, record_plan_rows
 from ledger.policy.model import RecoveryPolicy
 from ledger.rows.facts import RowFacts
 from ledger.rows.policy_rules import kind_side
 
 __all__ = ["FailureSides", "Recorded", "Refusal"]
+__all__ = ["FailureSides", "Recorded", "Refusal", "record_rows"]
 
 
 class Refusal(msgspec.Struct, frozen=True):
@@ -75,3 +81,74 @@ class FailureSides:
     def count(self, facts: list[RowFacts]) -> dict[str, int]:
         """How many of the failures ``facts`` fall on each side."""
         return dict(Counter(_SIDE_WORDS[kind_side(f, self.policy)] for f in facts))
+
+
+def record_rows(
+    ledger: Ledger,
+    name: str,
+    rows: list[Any],
+    numbers: list[int],
+    sides: FailureSides | None = None,
+) -> Recorded:
+    """``rows`` recorded; a refused row is reported and the others recorded.
+
+    ``sides`` counts the failures recorded by side (``None``: not counted).
+    """
+    recorded = Recorded()
+    while rows:
+        failures: list[RowFacts] | None = None if sides is None else []
+        try:
+            counts = record_plan_rows(
+                ledger, rows, lines=numbers, source=name, failures=failures
+            )
+        except RowError as exc:
+            if exc.line is None or exc.line not in numbers:
+                raise
+            at = numbers.index(exc.line)
+            why = str(exc.__cause__ or exc)
+        except AlreadyReserved as exc:
+            # SC-3: another worker recorded this attempt first (its rows were
+            # adopted, or its work offered again while this one ran it): the
+            # store refused the second reservation. This row is refused by
+            # name, never recorded twice; the others go on.
+            found = _row_of(ledger, rows, exc.attempt)
+            if found is None:
+                raise
+            at = found
+            ledger.direct_recorder().catch_up_now()
+            task, rollout, number = exc.attempt
+            why = (
+                f"attempt {number} of task {task}, rollout {rollout} was recorded "
+                "first from another worker's files; this answer stays in its file "
+                "and is not counted"
+            )
+        else:
+            skipped = counts.pop("already_recorded", 0)
+            recorded.add(
+                Recorded(
+                    rows=len(rows) - skipped,
+                    skipped=skipped,
+                    events=counts,
+                    failures=sides.count(failures) if sides and failures else {},
+                )
+            )
+            break
+        recorded.add(record_rows(ledger, name, rows[:at], numbers[:at], sides))
+        recorded.refused.append(Refusal(name, numbers[at], why))
+        rows, numbers = rows[at + 1 :], numbers[at + 1 :]
+    return recorded
+
+
+def _row_of(
+    ledger: Ledger, rows: list[Any], attempt: tuple[int, int, int]
+) -> int | None:
+    """The index of the row naming ``attempt`` (as the recorder reads a row)."""
+    recorder = ledger.direct_recorder()
+    for at, row in enumerate(rows):
+        try:
+            named = recorder.attempt_named(row)
+        except LedgerError:
+            continue
+        if named == attempt:
+            return at
+    return None

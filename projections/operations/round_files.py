@@ -30,20 +30,21 @@ import msgspec
 
 from ledger import (
     ROLLOUT_ID,
-    AlreadyReserved,
     FollowedFile,
     FollowedLine,
     Ledger,
-    LedgerError,
     RowError,
     identify_row,
     read_plan_rows,
-    record_plan_rows,
 )
 from ledger.events import RowRefused
 from ledger.policy.model import RecoveryPolicy
-from ledger.rows.facts import RowFacts
-from projections.operations.recorded import FailureSides, Recorded, Refusal
+from projections.operations.recorded import (
+    FailureSides,
+    Recorded,
+    Refusal,
+    record_rows,
+)
 
 __all__ = [
     "RoundFiles",
@@ -329,7 +330,7 @@ class RoundRecorder:
                 rows.append(row)
                 numbers.append(line.number)
                 raw[line.number] = line.raw
-        done = _record_rows(self.ledger, name, rows, numbers, self.sides)
+        done = record_rows(self.ledger, name, rows, numbers, self.sides)
         done.refused = [
             Refusal.of(r.file, r.line, r.message, raw.get(r.line, b""))
             for r in done.refused
@@ -356,74 +357,3 @@ class RoundRecorder:
         except RowError as exc:
             return None, str(exc)
         return row, self.released.refusal(row, identified=identified)
-
-
-def _record_rows(
-    ledger: Ledger,
-    name: str,
-    rows: list[Any],
-    numbers: list[int],
-    sides: FailureSides | None = None,
-) -> Recorded:
-    """``rows`` recorded; a refused row is reported and the others recorded.
-
-    ``sides`` counts the failures recorded by side (``None``: not counted).
-    """
-    recorded = Recorded()
-    while rows:
-        failures: list[RowFacts] | None = None if sides is None else []
-        try:
-            counts = record_plan_rows(
-                ledger, rows, lines=numbers, source=name, failures=failures
-            )
-        except RowError as exc:
-            if exc.line is None or exc.line not in numbers:
-                raise
-            at = numbers.index(exc.line)
-            why = str(exc.__cause__ or exc)
-        except AlreadyReserved as exc:
-            # SC-3: another worker recorded this attempt first (its rows were
-            # adopted, or its work offered again while this one ran it): the
-            # store refused the second reservation. This row is refused by
-            # name, never recorded twice; the others go on.
-            found = _row_of(ledger, rows, exc.attempt)
-            if found is None:
-                raise
-            at = found
-            ledger.direct_recorder().catch_up_now()
-            task, rollout, number = exc.attempt
-            why = (
-                f"attempt {number} of task {task}, rollout {rollout} was recorded "
-                "first from another worker's files; this answer stays in its file "
-                "and is not counted"
-            )
-        else:
-            skipped = counts.pop("already_recorded", 0)
-            recorded.add(
-                Recorded(
-                    rows=len(rows) - skipped,
-                    skipped=skipped,
-                    events=counts,
-                    failures=sides.count(failures) if sides and failures else {},
-                )
-            )
-            break
-        recorded.add(_record_rows(ledger, name, rows[:at], numbers[:at], sides))
-        recorded.refused.append(Refusal(name, numbers[at], why))
-        rows, numbers = rows[at + 1 :], numbers[at + 1 :]
-    return recorded
-
-
-def _row_of(
-    ledger: Ledger, rows: list[Any], attempt: tuple[int, int, int]
-) -> int | None:
-    """The index of the row naming ``attempt`` (as the recorder reads a row)."""
-    recorder = ledger.direct_recorder()
-    for at, row in enumerate(rows):
-        try:
-            named = recorder.attempt_named(row)
-        except LedgerError:
-            continue
-        if named == attempt:
-            return at
-    return None

@@ -1,16 +1,13 @@
 """The HTML report of a run (issue 16), as one plain context dict.
 
-``report_context`` reads and never writes: from a folded state, the events it
-was folded from, the run's decisions and (optionally) the ``verify`` findings, the
-reward figures and the run's ledger, it builds every value the report's
-template shows: what was evaluated (agent, model, dataset, settings), the
-headline and the command that moves the run on, the coverage with each
-decision in a sentence, the grid of tasks by rollouts (per-task bands when a
-grid would be too large), the audit trails the grid opens with what each
-rollout's row holds (read through the ledger, never written), failure kinds with
-their side and counts over time, held rollouts with the approve command, the
-run's changes (drift acceptances, budget resets, policy changes) and the
-verdict with the head hash. Rule ids appear only in the trails' auditor
+``report_context`` reads and never writes: from a folded state, its events,
+the decisions and (optionally) the ``verify`` findings, the reward figures and
+the run's ledger, it builds every value the template shows: what was
+evaluated, the headline and the command that moves the run on, the coverage,
+the grid of tasks by rollouts (bands when too large), the audit trails with
+what each row holds, failures by kind and side over time, held rollouts with
+their commands, the run's changes, its workers, and the verdict with what was
+checked and the head hash. Rule ids appear only in the trails' auditor
 fields; every sentence a person reads is in plain words.
 
 One pass over the events, and trails only for the rollouts shown one by one
@@ -250,14 +247,17 @@ def _held(steps: NextSteps, decisions: Decisions, cap: int) -> dict[str, Any]:
     }
 
 
-def _verdict(verification: Any | None, state: RunState) -> dict[str, Any]:
-    if verification is None:
+_EVERY_CHECK = (
+    "Every check, every byte, for this report: the chain from the first event, "
+    "every row against its file, two refolds, the published files."
+)
+
+
+def _verdict(verification: Any, state: RunState, proof: str | None) -> dict[str, Any]:
+    if verification is None:  # not checked: the last verify's proof, in words
         return {
-            "checked": False,
-            "ok": None,
-            "findings": [],
-            "seq": state.as_of_seq,
-            "head": state.head_hash,
+            **{"checked": False, "ok": None, "findings": [], "proved_up_to": None},
+            **{"seq": state.as_of_seq, "head": state.head_hash, "words": proof},
         }
     return {
         "checked": True,
@@ -265,6 +265,8 @@ def _verdict(verification: Any | None, state: RunState) -> dict[str, Any]:
         "findings": [redact_secrets(str(f)) for f in verification.findings],
         "seq": verification.seq,
         "head": verification.head.hex(),
+        "words": verification.words or _EVERY_CHECK,
+        "proved_up_to": verification.proved_up_to,
     }
 
 
@@ -321,6 +323,7 @@ def report_context(
     verification: Any | None = None,
     metrics: Mapping[str, Any] | None = None,
     ledger: Ledger | None = None,
+    proof: str | None = None,
 ) -> dict[str, Any]:
     """Everything the report shows, as plain values (strings, numbers, lists).
 
@@ -329,7 +332,8 @@ def report_context(
     With the run's ``ledger`` (which ``events`` came from), the header says
     what was evaluated, each trail what its rollout's row holds and, for a run
     on PostgreSQL, the workers section who worked on it; without it, none of
-    these (``None``).
+    these (``None``). ``proof``: the last verify's proof in words, said when
+    this report checked nothing (``verification`` is ``None``).
     """
     cover = coverage(state, dict(decisions))
     cap = state.cap
@@ -386,7 +390,7 @@ def report_context(
         "refused_command": _command(
             "rollout-ledger", "history", out, "--event", "row_refused"
         ),
-        "verify": _verdict(verification, state),
+        "verify": _verdict(verification, state, proof),
         "cap": cap,
         "colors": COLORS,
         "side_colors": SIDE_COLORS,

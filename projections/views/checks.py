@@ -62,6 +62,11 @@ class Verification(msgspec.Struct, frozen=True, kw_only=True):
     #: Rows another collector appended, waiting to be adopted (REC-86): not
     #: findings; what waits and the command that adopts it, or ``None``.
     waiting: str | None = None
+    #: When only what came after the last proof was checked (issue 30): the
+    #: seq that proof ends at (``None``: every check, every byte, now).
+    proved_up_to: int | None = None
+    #: What was checked, in words a person reads ("" for a full verify).
+    words: str = ""
 
 
 def _chain(ledger: Ledger) -> list[Finding]:

@@ -57,7 +57,7 @@ async function pollRun(root) {
   if (!answer.ok) return;
   const doc = await answer.json();
   const run = doc.run;
-  setFields(root, { ...run, figures: doc.figures, writer: run.writer || "none" });
+  setFields(root, { ...run, figures: doc.figures, integrity: doc.integrity, writer: run.writer || "none" });
   if (String(run.head_seq) !== root.dataset.head) {
     root.dataset.head = String(run.head_seq);
     const list = root.querySelector("[data-list]");
