@@ -674,7 +674,9 @@ def collector_files(run: CliRun) -> dict[str, bytes | None]:
 def ledger_files(run: CliRun, *, wal: bool) -> dict[str, object]:
     """The ledger folder as a refused writer must leave it.
 
-    The lock file belongs to the lock and ``-wal``/``-shm`` to SQLite (REC-50).
+    The lock file belongs to the lock and ``-wal``/``-shm`` to SQLite (REC-50);
+    ``verified.json`` is what a passing ``verify`` proved (issue 30), a
+    reader's note that no writer writes.
     With a WAL, closing the last connection checkpoints it into ``ledger.db``,
     so there the events are compared rather than the file's bytes.
     """
@@ -683,7 +685,8 @@ def ledger_files(run: CliRun, *, wal: bool) -> dict[str, object]:
         for path in sorted(run.ledger_dir.iterdir())
         if path.is_file()
         and not path.is_symlink()
-        and path.name not in ("run.lock", "ledger.db-wal", "ledger.db-shm")
+        and path.name
+        not in ("run.lock", "ledger.db-wal", "ledger.db-shm", "verified.json")
     }
     if wal:
         # Read-only, so that closing it does not checkpoint the WAL it tests.

@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -124,7 +125,16 @@ def snapshot(folder: Path) -> dict[str, bytes | None]:
 
 
 def normalized(result: Result, folder: Path) -> tuple[int, str]:
-    return result.exit_code, result.output.replace(str(folder), "<run>")
+    return result.exit_code, unproved(result.output, folder)
+
+
+def unproved(output: str, folder: Path) -> str:
+    """``output`` with the run's folder named alike, and what verify says of
+    keeping its proof left out (issue 30: a folder it cannot write keeps none)."""
+    lines = output.replace(str(folder), "<run>").splitlines(keepends=True)
+    kept = ("kept what was proved", "could not keep what was proved")
+    lines = [x for x in lines if not x.startswith(kept)]
+    return re.sub(r'"proof": "[^"]*"', '"proof": null', "".join(lines))
 
 
 def mount_read_only(source: Path, target: Path) -> None:
@@ -362,8 +372,8 @@ def test_every_reader_reads_a_run_owned_by_another_user(
         assert "Traceback" not in stdout + stderr, (args, stderr)
         assert code == expected.exit_code, (args, stderr)
         assert code == 0 or args[0] == "check", (args, stderr)
-        assert stdout.replace(str(run.folder), "<run>") == expected.stdout.replace(
-            str(reference.folder), "<run>"
+        assert unproved(stdout, run.folder) == unproved(
+            expected.stdout, reference.folder
         ), args
     for (code, _, stderr), args in zip(results[count:], writers(run), strict=True):
         assert code == 3, (args, stderr)

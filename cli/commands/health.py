@@ -43,6 +43,7 @@ def verify(out: Path | str, as_json: bool, quiet: bool) -> None:
     # the full chain check names it
     with working("verifying", quiet=quiet), reader(out, check_head=False) as led:
         found, kept = projections.verify_kept(led)
+        in_files = led.folder is not None
     if as_json:  # the document, then exit 5 when a finding stands
         echo_json(
             {
@@ -72,6 +73,11 @@ def verify(out: Path | str, as_json: bool, quiet: bool) -> None:
         click.echo(
             "kept what was proved: reports, status and the viewer now check only "
             "what comes after it"
+        )
+    elif in_files:
+        click.echo(
+            "could not keep what was proved (the ledger folder is not writable): "
+            "reports check the run whole"
         )
     if found.waiting is not None:
         click.echo(f"waiting to be adopted (not damage): {found.waiting}")

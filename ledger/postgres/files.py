@@ -36,13 +36,19 @@ __all__ = [
 
 _PAGE = 2000
 # Rows and other bytes of one file, in offset order, as one stream.
+# Each side ordered and limited on its own index, then merged: one page reads
+# ``limit`` index entries a side, whatever the plan's row estimates (a generic
+# plan once sorted every piece after ``start`` for each page: O(n^2) at 1M).
 _PIECES = f"""
 SELECT "offset", data FROM (
-    SELECT "offset", data FROM {SCHEMA}.rows WHERE run = %(run)s AND file = %(file)s
+    (SELECT "offset", data FROM {SCHEMA}.rows
+        WHERE run = %(run)s AND file = %(file)s AND "offset" >= %(start)s
+        ORDER BY "offset" LIMIT %(limit)s)
     UNION ALL
-    SELECT "offset", data FROM {SCHEMA}.file_bytes
-        WHERE run = %(run)s AND file = %(file)s
-) pieces WHERE "offset" >= %(start)s ORDER BY "offset" LIMIT %(limit)s"""
+    (SELECT "offset", data FROM {SCHEMA}.file_bytes
+        WHERE run = %(run)s AND file = %(file)s AND "offset" >= %(start)s
+        ORDER BY "offset" LIMIT %(limit)s)
+) pieces ORDER BY "offset" LIMIT %(limit)s"""
 
 
 _PIECES_AT = f"""

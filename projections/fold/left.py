@@ -274,7 +274,10 @@ def load_open(
 
 
 def open_problems(
-    ledger: Ledger, inputs_path: Path | None, digest: str | None
+    ledger: Ledger,
+    inputs_path: Path | None,
+    digest: str | None,
+    state: RunState | None = None,
 ) -> list[tuple[str, int]]:
     """EV-14 for the snapshot of what is left: what ``verify`` finds wrong in it.
 
@@ -283,6 +286,8 @@ def open_problems(
     ``digest`` (the file's sha256 as ``verify`` just read it) must be the one
     it recorded. A difference there is a change no time shows (under the file
     system): resume and status trust the record until the file is touched.
+    ``state``: a refold from seq 1 already made (used when it ends where the
+    snapshot does, instead of folding the same events again).
     """
     found = ledger.load_snapshot(OPEN_VERSION, "")
     if found is None:
@@ -293,7 +298,10 @@ def open_problems(
     except (msgspec.DecodeError, RecursionError):
         return [("the stored snapshot of what is left does not decode", seq)]
     problems = []
-    prefix = replay([e for e in ledger.events() if e.seq <= seq])
+    if state is not None and state.as_of_seq == seq:
+        prefix = state  # ``verify``'s refold from seq 1 covers exactly these
+    else:
+        prefix = replay([e for e in ledger.events() if e.seq <= seq])
     expected = settle(prefix, decide_all(prefix))
     if _ENCODER.encode(expected) != _ENCODER.encode(snapshot.state):
         problems.append(

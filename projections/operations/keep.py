@@ -150,6 +150,7 @@ def keep_proof(ledger: Ledger, proof: Proof) -> Path | None:
         return None
     temporary = target.with_name(f".{target.name}.tmp")
     try:
+        temporary.unlink(missing_ok=True)  # never written through a planted link
         temporary.write_bytes(msgspec.json.encode(proof))
         os.replace(temporary, target)
     except OSError:

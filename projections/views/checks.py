@@ -182,7 +182,7 @@ def _materialized(ledger: Ledger, state: RunState) -> list[Finding]:
     path = None if ledger.folder is None else ledger.folder / name
     left = [  # P-8: the snapshot of what is left, and what it trusts of the file
         Finding("snapshot", text, seq=seq)
-        for text, seq in open_problems(ledger, path, digest.hexdigest())
+        for text, seq in open_problems(ledger, path, digest.hexdigest(), state)
     ]
     if digest.hexdigest() != expected:
         lines = _safely("inputs", lambda led: _changed_inputs(led, name), ledger)
@@ -274,9 +274,10 @@ def _input_problem(data: bytes, entry: IndexEntry | None, line: int) -> str | No
 
 def _published(ledger: Ledger, state: RunState) -> list[Finding]:
     findings: list[Finding] = []
-    for name, expected in rendered_files(state).items():
+    rendered = rendered_files(state)
+    for name, expected in rendered.items():
         if name == "coverage.json":
-            findings.extend(_coverage_file(ledger, name))
+            findings.extend(_coverage_file(ledger, name, state, expected))
             continue
         actual = ledger.files.read_published(name)
         if actual != expected and (expected or actual):
@@ -286,7 +287,9 @@ def _published(ledger: Ledger, state: RunState) -> list[Finding]:
     return findings
 
 
-def _coverage_file(ledger: Ledger, name: str) -> list[Finding]:
+def _coverage_file(
+    ledger: Ledger, name: str, state: RunState, at_head: bytes | None
+) -> list[Finding]:
     # events.md: coverage.json must match the projection at its own as_of_seq.
     fix = "rewrite it with `rollout-ledger status --publish`"
     data = ledger.files.read_published(name)
@@ -295,8 +298,11 @@ def _coverage_file(ledger: Ledger, name: str) -> list[Finding]:
         as_of = int(saved["as_of_seq"])
     except (msgspec.DecodeError, RecursionError, KeyError, TypeError, ValueError):
         return [Finding("published", f"missing or unreadable; {fix}", file=name)]
-    events = [e for e in ledger.events() if e.seq <= as_of]
-    at_seq = rendered_files(replay(events))["coverage.json"]
+    if as_of == state.as_of_seq:  # the usual case: written at the head
+        at_seq = at_head
+    else:
+        events = [e for e in ledger.events() if e.seq <= as_of]
+        at_seq = rendered_files(replay(events))["coverage.json"]
     if at_seq != data:
         return [
             Finding(
