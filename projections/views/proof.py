@@ -32,8 +32,9 @@ from pathlib import Path
 
 import msgspec
 
-from ledger import Ledger, plural
+from ledger import Ledger, LedgerError, plural
 from ledger.events import Location
+from ledger.files import open_regular
 from projections.views.checks import Finding, Verification
 
 __all__ = [
@@ -107,11 +108,11 @@ def file_proofs(ledger: Ledger) -> dict[str, FileProof]:
         if before is None:
             continue
         digest = hashlib.sha256()
-        try:
-            with path.open("rb") as handle:
+        try:  # a folder or a pipe in a file's place is refused, never waited on
+            with open_regular(path) as handle:
                 while chunk := handle.read(_CHUNK):
                     digest.update(chunk)  # releases the GIL: beside the refolds
-        except OSError:
+        except (OSError, LedgerError):
             continue
         after = _stat(path)
         if after is None or (after.st_size, after.st_mtime_ns) != (
