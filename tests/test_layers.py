@@ -107,6 +107,11 @@ LEDGER_INTERNALS: dict[str, tuple[frozenset[str], str]] = {
         "the partial decoders replay's fast path reads events with, each a "
         "tested subset of its event",
     ),
+    "ledger.files": (
+        frozenset({"open_regular"}),
+        "verify's proof hashes each collector file whole, refusing a pipe or a "
+        "folder in its place as every reader of the files does (issue 30)",
+    ),
     "ledger.store.decode": (
         frozenset({"decode_row"}),
         "the fold decodes stored rows itself, only the kinds it folds",
