@@ -107,11 +107,6 @@ LEDGER_INTERNALS: dict[str, tuple[frozenset[str], str]] = {
         "the partial decoders replay's fast path reads events with, each a "
         "tested subset of its event",
     ),
-    "ledger.files": (
-        frozenset({"open_regular"}),
-        "verify's proof hashes each collector file whole, refusing a pipe or a "
-        "folder in its place as every reader of the files does (issue 30)",
-    ),
     "ledger.store.decode": (
         frozenset({"decode_row"}),
         "the fold decodes stored rows itself, only the kinds it folds",
@@ -169,9 +164,10 @@ LEDGER_INTERNALS: dict[str, tuple[frozenset[str], str]] = {
         "identity was taken before environment servers counted (ID-41)",
     ),
     "ledger.files": (
-        frozenset({"canonical_json"}),
+        frozenset({"canonical_json", "open_regular"}),
         "the bytes of a published JSON file (EV-31), which publish writes and "
-        "verify compares",
+        "verify compares; verify's proof hashes each collector file whole, "
+        "refusing a pipe or a folder in its place as every reader does",
     ),
     "ledger.rows": (
         frozenset({"failure_kinds"}),
