@@ -8,6 +8,7 @@ one of them, render what it returns. ``cli.main`` registers it as
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -61,6 +62,12 @@ __all__ = ["import_"]
     "PostgreSQL that OUT names; a run saved without a ledger is "
     "imported beside its files first.",
 )
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    help="Processes that read a large file's rows (default: the CPUs this "
+    "process may use). The events are the same whatever the number.",
+)
 @json_option
 @quiet_option
 def import_(
@@ -69,6 +76,7 @@ def import_(
     skip_rejected: bool,
     dry_run: bool,
     source: Path | None,
+    jobs: int | None,
     as_json: bool,
     quiet: bool,
 ) -> None:
@@ -104,6 +112,8 @@ def import_(
     import ledger
     import projections
 
+    if jobs is None:
+        jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
     if source is not None:
         if not isinstance(out, str):  # OUT is a run URL exactly when a string
             raise ledger.ConfigError(
@@ -136,6 +146,7 @@ def import_(
             dry_run=dry_run,
             clock=run_clock(),
             progress=progress,
+            jobs=jobs,
         )
     # An imported run's first round needs --allow-unsafe (nothing to compare).
     steps = projections.NextSteps(

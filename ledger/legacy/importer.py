@@ -102,6 +102,7 @@ def import_legacy_run(
     lock: RunLock | None = None,
     clock: Clock | None = None,
     progress: Progress | None = None,
+    jobs: int = 1,
 ) -> ImportReport:
     """Import the run an older collector left at ``out`` (REC-70..REC-74).
 
@@ -111,7 +112,8 @@ def import_legacy_run(
     is called with the work done so far and in all: the bytes of the
     materialized inputs (or ``inputs``), the sidecar and ``OUT`` as they are
     read, then the bytes of the outcome rows again as their events are
-    appended.
+    appended. ``jobs``: processes that parse a large file's lines (issue 30);
+    the events are the same bytes whatever their number.
 
     On a run that has a ledger already, the rows appended to ``OUT`` and the
     sidecar since its last recorded row are adopted (REC-86); with nothing
@@ -129,7 +131,9 @@ def import_legacy_run(
     """
     paths = RunPaths.of(out)
     clock = clock or Clock()
-    options = _Options(inputs, clock, progress, skip_rejected=skip_rejected)
+    options = _Options(
+        inputs, clock, progress, skip_rejected=skip_rejected, jobs=max(1, jobs)
+    )
     if dry_run:
         return _import(paths, options, lock=None)
     if lock is not None:
@@ -149,6 +153,7 @@ class _Options(NamedTuple):
     clock: Clock
     progress: Progress | None
     skip_rejected: bool
+    jobs: int = 1
 
 
 def _import(
@@ -169,7 +174,11 @@ def _import(
     manifest = _manifest(materialized, foreign, options.clock, paths)
     with EventSpool(paths.folder if write else None) as spool:
         reader = OutcomeReader(
-            materialized.keys, manifest.run_id, sink=spool.add, meter=meter
+            materialized.keys,
+            manifest.run_id,
+            sink=spool.add,
+            meter=meter,
+            jobs=options.jobs,
         )
         legacy = _legacy_imported(paths, materialized, foreign, reader)
         spool.finish()
