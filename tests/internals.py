@@ -72,7 +72,7 @@ if TYPE_CHECKING:
     from ledger.identity.servers import server_blocks
     from ledger.jsonl import encode_row, encode_rows
     from ledger.legacy.inputs import read_materialized as legacy_read_materialized
-    from ledger.legacy.reading import (
+    from ledger.legacy.parsing import (
         BAD_ATTEMPT,
         BLANK,
         NO_INDEX,
@@ -86,9 +86,9 @@ if TYPE_CHECKING:
         REASONS,
         TORN,
         UNKNOWN_KEY,
-        OutcomeReader,
         raw_lines,
     )
+    from ledger.legacy.reading import OutcomeReader
     from ledger.paths import RunPaths
     from ledger.policy.approvals import parse_approvals, read_approvals
     from ledger.policy.log import policy_changes, policy_from_events, policy_from_json

@@ -179,6 +179,7 @@ def _import(
             sink=spool.add,
             meter=meter,
             jobs=options.jobs,
+            encoded_sink=spool.add_encoded,
         )
         legacy = _legacy_imported(paths, materialized, foreign, reader)
         spool.finish()

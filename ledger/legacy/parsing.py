@@ -19,7 +19,15 @@ from typing import IO, Any, Final, NamedTuple
 import msgspec
 
 from ledger.bounds import MAX_ATTEMPT_INDEX
-from ledger.events import Event, FailureSaved, Location, OmissionSaved, ResultSaved
+from ledger.events import (
+    Event,
+    FailureSaved,
+    Location,
+    OmissionSaved,
+    ResultSaved,
+    encode_body,
+    kind_of,
+)
 from ledger.jsonl import is_json_object
 from ledger.rows.all_facts import row_facts
 from ledger.rows.facts import RowFacts
@@ -187,6 +195,18 @@ class Parsed(NamedTuple):
     facts: RowFacts | None = None
     omission: str | None = None  # an omission stand-in's reason
     staged: dict[str, int] = {}  # noqa: RUF012  never mutated
+    #: Parsed in another process: the event's kind and its encoded bytes
+    #: around the attempt number the reader puts in (``encoded``).
+    kind: str | None = None
+    around: tuple[bytes, bytes] | None = None
+
+    def encoded(self, key: Key, attempt: int, number: int) -> tuple[str, bytes]:
+        """The event's kind and ``encode_body``'s bytes of it, once numbered."""
+        if self.around is None or self.kind is None:
+            body = self.body(key, attempt, number)
+            return kind_of(body), encode_body(body)
+        head, tail = self.around
+        return self.kind, b"%s%d%s" % (head, attempt, tail)
 
     def body(self, key: Key, attempt: int, number: int) -> Event:
         """The event, once the reader numbered its attempt."""
@@ -296,8 +316,34 @@ def parse_chunk(chunk: Chunk, file: str, run_id: str, sidecar: bool) -> ChunkLin
     while start < len(data):
         end = data.find(b"\n", start) + 1 or len(data)
         line = RawLine(number, offset + start, data[start:end])
-        found.append(
-            (end - start, line.torn, line.kept, parse_line(line, file, run_id, sidecar))
-        )
+        parsed = parse_line(line, file, run_id, sidecar)
+        if isinstance(parsed, Parsed) and parsed.location is not None:
+            parsed = _encoded(parsed, number)
+        found.append((end - start, line.torn, line.kept, parsed))
         number, start = number + 1, end
     return found
+
+
+#: An attempt number no row has: where the reader's number goes in the bytes.
+_SENTINEL = 987_654_321_987_654_321
+_MARK = b'"attempt":%d' % _SENTINEL
+
+
+def _encoded(parsed: Parsed, number: int) -> Parsed:
+    """``parsed`` with its event encoded here, its attempt left to the reader:
+    only bytes cross back to the reading process (issue 30)."""
+    body = parsed.body(parsed.key, _SENTINEL, number)
+    data = encode_body(body)
+    if data.count(_MARK) != 1:
+        return parsed  # the reader builds it (the sentinel met elsewhere)
+    at = data.index(_MARK) + len(b'"attempt":')
+    tail = data[at + len(str(_SENTINEL)) :]
+    return Parsed(
+        parsed.key,
+        None,
+        parsed.own,
+        parsed.migrated,
+        parsed.sidecar,
+        kind=kind_of(body),
+        around=(data[:at], tail),
+    )

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ledger.errors import ConfigError, StorageError
-from ledger.events import Event, LegacyRejection, LegacySource
+from ledger.events import Event, LegacyRejection, LegacySource, decode_body
 from ledger.files import open_regular
 from ledger.identity.secrets.patterns import redact_secrets
 from ledger.legacy.parsing import (
@@ -120,6 +120,9 @@ class OutcomeReader:
     meter: Meter | None = None
     #: Processes that parse a large file's lines (1: all in this one).
     jobs: int = 1
+    #: Where a body encoded by a parsing process goes, as its kind and bytes
+    #: (an import's spool); without one it is decoded for ``sink``.
+    encoded_sink: Callable[[str, bytes], None] | None = None
 
     @property
     def failing(self) -> list[LegacyRejection]:
@@ -180,13 +183,17 @@ class OutcomeReader:
         for number, (length, torn, kept, parsed) in enumerate(
             job.result(), start=chunk.number
         ):
-            data = chunk.data[start : start + length]
-            line = RawLine(number, chunk.offset + start, data)
+            line = RawLine(number, chunk.offset + start, b"")  # its bytes: below
             self._taken(line, self._place(parsed, line, sidecar), source.file)
-            source.add(data, torn=torn, kept=kept)
+            if kept:  # hashed below, the chunk's kept lines at once
+                source.size, source.lines = (
+                    source.size + length,
+                    source.lines + (not torn),
+                )
+                start += length
             if self.meter is not None:
                 self.meter.advance(length)
-            start += length
+        source.digest.update(chunk.data[:start])  # a torn last line is not kept
 
     def count(self, line: RawLine) -> None:
         """Count a sidecar row already recorded, by its key (REC-72, REC-86).
@@ -204,8 +211,16 @@ class OutcomeReader:
         parsed = parse_line(line, file, self.run_id, sidecar)
         self._taken(line, self._place(parsed, line, sidecar), file)
 
-    def _taken(self, line: RawLine, taken: Event | str, file: str) -> None:
+    def _taken(
+        self, line: RawLine, taken: Event | tuple[str, bytes] | str, file: str
+    ) -> None:
         self.rows_read += 1
+        if isinstance(taken, tuple):  # a body encoded in a parsing process
+            self.imported += 1
+            if self.encoded_sink is not None:
+                self.encoded_sink(*taken)
+                return
+            taken = decode_body(taken[1])
         if isinstance(taken, str):
             self.rejections.append(
                 LegacyRejection(
@@ -221,7 +236,9 @@ class OutcomeReader:
             else:
                 self.sink(taken)
 
-    def _place(self, parsed: Parsed | str, line: RawLine, sidecar: bool) -> Event | str:
+    def _place(
+        self, parsed: Parsed | str, line: RawLine, sidecar: bool
+    ) -> Event | tuple[str, bytes] | str:
         """What only the reader, reading in order, knows: the attempts the
         sidecar rows before this one number (REC-72), the keys, the moves."""
         if isinstance(parsed, str):
@@ -244,6 +261,8 @@ class OutcomeReader:
             self.migrated.setdefault(own, attempt)
         elif not sidecar:
             attempt = self.migrated.get(own, attempt)
+        if parsed.around is not None:  # encoded where it was parsed
+            return parsed.encoded(key, attempt, line.number)
         return parsed.body(key, attempt, line.number)
 
 

@@ -45,14 +45,16 @@ class EventSpool:
 
     def add(self, body: Event) -> None:
         """Encode ``body`` and spool it."""
-        kind = kind_of(body)
+        self.add_encoded(kind_of(body), encode_body(body))
+
+    def add_encoded(self, kind: str, data: bytes) -> None:
+        """Spool a body of ``kind`` already encoded (``encode_body``'s bytes)."""
         number = self._numbers.get(kind)
         if number is None:
             number = self._numbers[kind] = len(self._kinds)
             self._kinds.append(kind)
             self.kinds[kind] = 0
         self.kinds[kind] += 1
-        data = encode_body(body)
         with self._translated():
             self._file.write(_HEADER.pack(number, len(data)))
             self._file.write(data)
