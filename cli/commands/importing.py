@@ -33,6 +33,12 @@ if TYPE_CHECKING:
 __all__ = ["import_"]
 
 
+def _at_least_one(value: int | None) -> int | None:
+    if value is not None and value < 1:
+        raise click.BadParameter(f"{value} is not a number of processes (1 or more)")
+    return value
+
+
 @click.command("import")
 @out_argument
 @click.option(
@@ -64,9 +70,11 @@ __all__ = ["import_"]
 )
 @click.option(
     "--jobs",
-    type=click.IntRange(min=1),
-    help="Processes that read a large file's rows (default: the CPUs this "
-    "process may use). The events are the same whatever the number.",
+    metavar="N",
+    type=int,
+    callback=lambda _ctx, _param, value: _at_least_one(value),
+    help="Processes that read a large file's rows, 1 or more (default: the "
+    "CPUs this process may use). The events are the same whatever the number.",
 )
 @json_option
 @quiet_option
