@@ -19,30 +19,13 @@ import pytest
 
 from ledger import Clock, Ledger
 from projections import import_run
+from tests.test_cli_support import graded
 
 pytestmark = pytest.mark.slow
 
 
 def _line(row: dict[str, Any]) -> str:
     return json.dumps(row) + "\n"
-
-
-def _answer(reward: float) -> dict[str, Any]:
-    return {
-        "reward": reward,
-        "response": {
-            "id": "r",
-            "object": "response",
-            "status": "completed",
-            "output": [
-                {
-                    "type": "message",
-                    "role": "assistant",
-                    "content": [{"type": "output_text", "text": "42"}],
-                }
-            ],
-        },
-    }
 
 
 def _write_run(folder: Path, tasks: int = 60, repeats: int = 4) -> Path:
@@ -78,7 +61,7 @@ def _write_run(folder: Path, tasks: int = 60, repeats: int = 4) -> Path:
                 sidecar.append(_line({**key, "_ng_omitted": True}))
                 continue
             if shape == 4:  # its own attempt index
-                out.append(_line({**key, "_ng_attempt_index": 0, **_answer(0.0)}))
+                out.append(_line({**key, "_ng_attempt_index": 0, **graded(0.0)}))
                 continue
             if shape == 5 and task % 5 == 0:  # moved: a sidecar copy, then OUT
                 sidecar.append(
@@ -91,13 +74,13 @@ def _write_run(folder: Path, tasks: int = 60, repeats: int = 4) -> Path:
                         }
                     )
                 )
-                out.append(_line({**key, "_ng_attempt_index": 3, **_answer(1.0)}))
+                out.append(_line({**key, "_ng_attempt_index": 3, **graded(1.0)}))
                 continue
-            out.append(_line({**key, **_answer(1.0)}))
+            out.append(_line({**key, **graded(1.0)}))
     out[10:10] = [
         "\n",
         "{not json\n",
-        _line({"_ng_task_index": 999, "_ng_rollout_index": 0, **_answer(1.0)}),
+        _line({"_ng_task_index": 999, "_ng_rollout_index": 0, **graded(1.0)}),
     ]
     out.append(
         _line(
@@ -105,7 +88,7 @@ def _write_run(folder: Path, tasks: int = 60, repeats: int = 4) -> Path:
                 "_ng_task_index": 0,
                 "_ng_rollout_index": 0,
                 "_ng_run_id": "other",
-                **_answer(1.0),
+                **graded(1.0),
             }
         )
     )

@@ -12,30 +12,19 @@ from typing import Any
 
 import msgspec
 
+from ledger import WorkBoard, WorkerInfo
+
 __all__ = ["WorkerSeen", "workers_seen"]
 
 
-class WorkerSeen(msgspec.Struct, frozen=True):
-    """One worker as a person reads it.
-
-    ``alive``: its session lives (its advisory lock is held); ``holding``: the
-    attempts and re-judgments it claimed and has not finished; ``quiet``:
-    seconds since it was last heard from; ``words``: how it stands, in a
-    sentence.
+class WorkerSeen(WorkerInfo, frozen=True, kw_only=True):
+    """One worker as a person reads it: ``ledger.WorkerInfo`` (``alive``: its
+    session lives; ``holding``: what it claimed and has not finished;
+    ``quiet``: seconds since it was last heard from) and ``words``, how it
+    stands in a sentence.
     """
 
-    worker: str
-    host: str
-    pid: int
-    started: str
-    last_heard: str
-    state: str
-    alive: bool
-    rows_recorded: int
-    holding: int
-    quiet: float
-    words: str
-    ended: str | None = None
+    words: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         found: dict[str, Any] = msgspec.to_builtins(self)
@@ -69,24 +58,9 @@ def _words(info: Any) -> str:
 
 def workers_seen(ledger: Any) -> list[WorkerSeen] | None:
     """Each worker of ``ledger``'s run, oldest first; ``None``: a run in files."""
-    from ledger import WorkBoard
-
     if ledger.folder is not None:
         return None
     return [
-        WorkerSeen(
-            worker=w.worker,
-            host=w.host,
-            pid=w.pid,
-            started=w.started,
-            last_heard=w.last_heard,
-            state=w.state,
-            alive=w.alive,
-            rows_recorded=w.rows_recorded,
-            holding=w.holding,
-            quiet=w.quiet,
-            ended=w.ended,
-            words=_words(w),
-        )
+        WorkerSeen(**msgspec.structs.asdict(w), words=_words(w))
         for w in WorkBoard.of(ledger).workers()
     ]
