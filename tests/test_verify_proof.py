@@ -16,6 +16,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.test_cli_support import CliRun, by_key, failed, graded
 
 
@@ -139,3 +141,24 @@ def test_issue_30_ev_2_a_log_rewritten_at_the_proof_is_found_by_every_reader(
     status = run.invoke("status", run.out)  # its open checks the head: refused
     assert status.exit_code == 5
     assert f"event seq {proof['seq']}" in status.stderr
+
+
+def test_issue_30_status_says_what_it_left_unchecked_on_a_run_grown_since(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """status stays quick: past a bound of events since the proof it checks
+    none of them, and says so with the command that does; the report checks
+    them all."""
+    monkeypatch.setattr("projections.views.proof.QUICK_LIMIT", 3)
+    run = _two_rounds(tmp_path)
+    proof = json.loads(run.ok("verify", run.out, "--json").stdout)
+    run.collect(lambda row: graded(0.5))
+    status = json.loads(run.ok("status", run.out, "--json").stdout)
+    events = status["verified"]["seq"] - proof["seq"]
+    assert events > 3
+    assert status["integrity"].endswith(
+        f"{events} events since, not checked here (`rollout-ledger verify "
+        f"{run.out}` checks them)"
+    )
+    report = _report(run)
+    assert f"since then {events} events checked as a chain" in report["checked"]

@@ -153,7 +153,7 @@ def status(
         )
         workers = workers_document(led)  # a run on PostgreSQL (issue 29)
         # after the last verify (issue 30)
-        since = projections.checked_since(led, out=out)
+        since = projections.checked_since(led, out=out, quick=True)
         integrity = (
             projections.proof_words(None, out=out, kept=led.folder is not None)
             if since is None

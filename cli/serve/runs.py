@@ -64,7 +64,7 @@ class Folded:
         if proof == self._proof and self.integrity:
             return
         self._proof = proof
-        since = projections.checked_since(led, out=self.target)
+        since = projections.checked_since(led, out=self.target, quick=True)
         if since is None:
             self.integrity = projections.proof_words(
                 None, out=self.target, kept=led.folder is not None
