@@ -65,9 +65,7 @@ def _run_document(folded: Folded) -> dict[str, Any]:
         "metrics": folded.metrics.to_dict(),
         "figures": folded.lines,
         "integrity": folded.integrity,
-        "workers": None
-        if folded.workers is None
-        else [w.to_dict() for w in folded.workers],
+        "workers": folded.workers,
     }
 
 

@@ -35,7 +35,7 @@ class Folded:
         self.coverage = projections.coverage(state, self.decisions)
         self.metrics = projections.reward_metrics(led, state, decisions=self.decisions)
         self.lines = projections.metrics_lines(self.metrics)
-        self.workers = projections.workers_seen(led)  # a run on PostgreSQL
+        self.workers = _workers(led)  # a run on PostgreSQL
         self.integrity = ""
         self._proof: object = None
         self.check_integrity(led)
@@ -52,7 +52,7 @@ class Folded:
         writer = projections.writer_of(led)
         if writer != self.card.writer:
             self.card = msgspec.structs.replace(self.card, writer=writer)
-        self.workers = projections.workers_seen(led)
+        self.workers = _workers(led)
         self.check_integrity(led)
 
     def check_integrity(self, led: Any) -> None:
@@ -86,6 +86,14 @@ class Folded:
     @property
     def run_id(self) -> str:
         return self.card.header.run_id
+
+
+def _workers(led: Any) -> list[dict[str, Any]] | None:
+    """The run's workers as the pages show them; ``None``: a run in files."""
+    import projections
+
+    seen = projections.workers_seen(led)
+    return None if seen is None else [w.to_dict() for w in seen]
 
 
 class RunSet:

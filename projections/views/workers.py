@@ -12,23 +12,22 @@ from typing import Any
 
 import msgspec
 
-from ledger import WorkBoard, WorkerInfo
-
 __all__ = ["WorkerSeen", "workers_seen"]
 
 
-class WorkerSeen(WorkerInfo, frozen=True, kw_only=True):
-    """One worker as a person reads it: ``ledger.WorkerInfo`` (``alive``: its
-    session lives; ``holding``: what it claimed and has not finished;
-    ``quiet``: seconds since it was last heard from) and ``words``, how it
-    stands in a sentence.
+class WorkerSeen(msgspec.Struct, frozen=True, kw_only=True):
+    """One worker as a person reads it: the fields of ``ledger.WorkerInfo``
+    (``alive``: its session lives; ``holding``: what it claimed and has not
+    finished; ``quiet``: seconds since it was last heard from) and ``words``,
+    how it stands in a sentence. Its own struct, not a ``WorkerInfo``: that
+    module needs psycopg, which a run in files never imports.
     """
 
-    words: str = ""
+    info: dict[str, Any]
+    words: str
 
     def to_dict(self) -> dict[str, Any]:
-        found: dict[str, Any] = msgspec.to_builtins(self)
-        return found
+        return {**self.info, "words": self.words}
 
 
 _ENDED = {
@@ -60,7 +59,9 @@ def workers_seen(ledger: Any) -> list[WorkerSeen] | None:
     """Each worker of ``ledger``'s run, oldest first; ``None``: a run in files."""
     if ledger.folder is not None:
         return None
+    from ledger import WorkBoard  # psycopg: only for a run on PostgreSQL
+
     return [
-        WorkerSeen(**msgspec.structs.asdict(w), words=_words(w))
+        WorkerSeen(info=msgspec.to_builtins(w), words=_words(w))
         for w in WorkBoard.of(ledger).workers()
     ]
