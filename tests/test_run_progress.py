@@ -186,7 +186,7 @@ def test_issue_28_run_on_a_terminal_redraws_one_line_per_round(tmp_path: Path) -
     run = _created(tmp_path)
     master, slave = pty.openpty()
     process = subprocess.Popen(
-        [sys.executable, "-m", "cli", *_run_args(run, "--", *_slow(0.05))],
+        [sys.executable, "-m", "cli", *_run_args(run, "--", *_slow(0.1))],
         stdout=subprocess.PIPE,
         stderr=slave,
         stdin=subprocess.DEVNULL,
