@@ -109,7 +109,7 @@ if TYPE_CHECKING:
     from projections.views.checks import Finding, Verification, verify, verify_run
     from projections.views.export import AuditExport, audit_export
     from projections.views.next_steps import HeldChoices, NextSteps, held_choices
-    from projections.views.proof import checked_since, proof_words, read_proof
+    from projections.views.proof import integrity, last_proof_words, read_proof
     from projections.views.results import (
         ChangedRow,
         ResultRows,
@@ -199,7 +199,6 @@ __all__ = [
     "changed_rows",
     "check_complete",
     "check_run",
-    "checked_since",
     "compare_runs",
     "config_diff",
     "coordinate",
@@ -225,11 +224,12 @@ __all__ = [
     "history",
     "import_into_store",
     "import_run",
+    "integrity",
+    "last_proof_words",
     "measured_rows",
     "metrics_lines",
     "next_round_files",
     "note_commands",
-    "proof_words",
     "publish",
     "query_rollouts",
     "read_proof",
@@ -381,8 +381,8 @@ _LAZY = {
     "verify": "projections.views.checks",
     "verify_run": "projections.views.checks",
     "verify_kept": "projections.operations.keep",
-    "checked_since": "projections.views.proof",
-    "proof_words": "projections.views.proof",
+    "integrity": "projections.views.proof",
+    "last_proof_words": "projections.views.proof",
     "read_proof": "projections.views.proof",
 }
 

@@ -152,13 +152,8 @@ def status(
             ),
         )
         workers = workers_document(led)  # a run on PostgreSQL (issue 29)
-        # after the last verify (issue 30)
-        since = projections.checked_since(led, out=out, quick=True)
-        integrity = (
-            projections.proof_words(None, out=out, kept=led.folder is not None)
-            if since is None
-            else since.words
-        )
+        # what came after the last verify's proof, checked (issue 30)
+        since, integrity = projections.integrity(led, out=out, quick=True)
     for row in found.changed:  # on stderr, --json too
         click.echo(
             f"rollout-ledger: warning: {row}; run `rollout-ledger verify`", err=True

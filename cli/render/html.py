@@ -73,11 +73,10 @@ def build_page(out: Path | str, *, verify: bool = True, quiet: bool = True) -> B
             state = projections.replay(led)
             decisions = projections.decide_all(state)
         verification = None
-        proof = projections.read_proof(led)
         if verify:
             # After a verify's proof, only what came after it (issue 30).
             with working("checking what came after the last verify", quiet=quiet):
-                verification = projections.checked_since(led, out=out)
+                verification, _ = projections.integrity(led, out=out)
             if verification is None:
                 with working("verifying", quiet=quiet):
                     verification = projections.verify_run(led)
@@ -91,9 +90,7 @@ def build_page(out: Path | str, *, verify: bool = True, quiet: bool = True) -> B
                 verification=verification,
                 metrics=metrics.to_dict(),
                 ledger=led,
-                proof=projections.proof_words(
-                    proof, out=out, kept=led.folder is not None
-                ),
+                proof=projections.last_proof_words(led, out=out),
             )
             html = render_report(context)
     checked = context["verify"]

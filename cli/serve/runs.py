@@ -64,16 +64,10 @@ class Folded:
         if proof == self._proof and self.integrity:
             return
         self._proof = proof
-        since = projections.checked_since(led, out=self.target, quick=True)
-        if since is None:
-            self.integrity = projections.proof_words(
-                None, out=self.target, kept=led.folder is not None
-            )
-        elif since.findings:
+        since, self.integrity = projections.integrity(led, out=self.target, quick=True)
+        if since is not None and since.findings:
             found = "; ".join(str(f) for f in since.findings)
-            self.integrity = f"{since.words}. Does not hold: {found}"
-        else:
-            self.integrity = since.words
+            self.integrity += f". Does not hold: {found}"
 
     def messages(self, led: Any) -> dict[tuple[int, int], str]:
         """Each failed rollout's failure message, read once (the text search)."""

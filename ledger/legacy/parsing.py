@@ -195,18 +195,16 @@ class Parsed(NamedTuple):
     facts: RowFacts | None = None
     omission: str | None = None  # an omission stand-in's reason
     staged: dict[str, int] = {}  # noqa: RUF012  never mutated
-    #: Parsed in another process: the event's kind and its encoded bytes
-    #: around the attempt number the reader puts in (``encoded``).
-    kind: str | None = None
-    around: tuple[bytes, bytes] | None = None
+    #: Encoded in a parsing process: the event's kind and its bytes before
+    #: and after the attempt number the reader puts in (``encoded``).
+    around: tuple[str, bytes, bytes] | None = None
 
-    def encoded(self, key: Key, attempt: int, number: int) -> tuple[str, bytes]:
-        """The event's kind and ``encode_body``'s bytes of it, once numbered."""
-        if self.around is None or self.kind is None:
-            body = self.body(key, attempt, number)
-            return kind_of(body), encode_body(body)
-        head, tail = self.around
-        return self.kind, b"%s%d%s" % (head, attempt, tail)
+    def encoded(self, attempt: int) -> tuple[str, bytes]:
+        """The event's kind and ``encode_body``'s bytes of it, once numbered
+        (a line ``parse_chunk`` encoded: ``around`` is set)."""
+        assert self.around is not None
+        kind, head, tail = self.around
+        return kind, b"%s%d%s" % (head, attempt, tail)
 
     def body(self, key: Key, attempt: int, number: int) -> Event:
         """The event, once the reader numbered its attempt."""
@@ -260,12 +258,11 @@ def parse_line(line: RawLine, file: str, run_id: str, sidecar: bool) -> Parsed |
             f"{BAD_ATTEMPT} from 0 to {MAX_ATTEMPT_INDEX} "
             f"({brief(row.get('_ng_attempt_index'))})"
         )
-    staged: dict[str, int] | str = {}
+    staged: dict[str, int] = {}
     if problem is None:
-        staged = stage_event_fields(row)  # ROW-64: a multistage row's stage
-        if isinstance(staged, str):
-            problem = staged
-    if problem is not None or isinstance(staged, str):
+        stage = stage_event_fields(row)  # ROW-64: a multistage row's stage
+        problem, staged = (stage, {}) if isinstance(stage, str) else (None, stage)
+    if problem is not None:
         return Parsed(key, problem, own, migrated, sidecar)
     location = _location(line, file)
     if sidecar and row_route(row) == "omission":
@@ -290,11 +287,10 @@ ChunkLines = list[tuple[int, bool, bool, "Parsed | str"]]
 _CHUNK_BYTES = 1 << 22
 
 
-def chunks(handle: IO[bytes], size: int | None = None) -> Iterator[Chunk]:
+def chunks(handle: IO[bytes]) -> Iterator[Chunk]:
     """The file in chunks of whole lines (the last may end without a newline)."""
-    size = size or _CHUNK_BYTES
     number, offset, rest = 1, 0, b""
-    while block := handle.read(size):
+    while block := handle.read(_CHUNK_BYTES):
         data = rest + block
         cut = data.rfind(b"\n") + 1
         if cut == 0:
@@ -344,6 +340,5 @@ def _encoded(parsed: Parsed, number: int) -> Parsed:
         parsed.own,
         parsed.migrated,
         parsed.sidecar,
-        kind=kind_of(body),
-        around=(data[:at], tail),
+        around=(kind_of(body), data[:at], tail),
     )

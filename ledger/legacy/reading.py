@@ -179,21 +179,19 @@ class OutcomeReader:
     def _place_chunk(
         self, chunk: Chunk, job: Future[ChunkLines], source: _Source, sidecar: bool
     ) -> None:
-        start = 0
+        start = kept_end = 0
         for number, (length, torn, kept, parsed) in enumerate(
             job.result(), start=chunk.number
         ):
             line = RawLine(number, chunk.offset + start, b"")  # its bytes: below
             self._taken(line, self._place(parsed, line, sidecar), source.file)
-            if kept:  # hashed below, the chunk's kept lines at once
-                source.size, source.lines = (
-                    source.size + length,
-                    source.lines + (not torn),
-                )
-                start += length
+            source.count(length, torn=torn, kept=kept)
+            start += length
+            kept_end = start if kept else kept_end
             if self.meter is not None:
                 self.meter.advance(length)
-        source.digest.update(chunk.data[:start])  # a torn last line is not kept
+        # The chunk's kept lines hashed at once: only a torn last line is not.
+        source.digest.update(chunk.data[:kept_end])
 
     def count(self, line: RawLine) -> None:
         """Count a sidecar row already recorded, by its key (REC-72, REC-86).
@@ -216,8 +214,8 @@ class OutcomeReader:
     ) -> None:
         self.rows_read += 1
         if isinstance(taken, tuple):  # a body encoded in a parsing process
-            self.imported += 1
             if self.encoded_sink is not None:
+                self.imported += 1
                 self.encoded_sink(*taken)
                 return
             taken = decode_body(taken[1])
@@ -262,7 +260,7 @@ class OutcomeReader:
         elif not sidecar:
             attempt = self.migrated.get(own, attempt)
         if parsed.around is not None:  # encoded where it was parsed
-            return parsed.encoded(key, attempt, line.number)
+            return parsed.encoded(attempt)
         return parsed.body(key, attempt, line.number)
 
 
@@ -276,12 +274,20 @@ class _Source:
     lines: int = 0
 
     def add(self, data: bytes, *, torn: bool, kept: bool) -> None:
+        """A line, counted and hashed."""
+        self.count(len(data), torn=torn, kept=kept)
         if kept:
-            # A torn last line is not part of what the ledger records: a
-            # writer's open cuts and saves it (EV-12), so no later row is ever
-            # appended onto it (a kept one gets its newline).
             self.digest.update(data)
-            self.size, self.lines = self.size + len(data), self.lines + (not torn)
+
+    def count(self, length: int, *, torn: bool, kept: bool) -> None:
+        """A line counted (its bytes hashed by the caller when kept).
+
+        A torn last line is not part of what the ledger records: a writer's
+        open cuts and saves it (EV-12), so no later row is ever appended onto
+        it (a kept one gets its newline).
+        """
+        if kept:
+            self.size, self.lines = self.size + length, self.lines + (not torn)
 
     def record(self) -> LegacySource:
         return LegacySource(

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from contextlib import suppress
 from pathlib import Path
 
 import msgspec
@@ -134,11 +133,7 @@ def note_commands(
         collector=argv,
         cwd=os.getcwd(),
     )
-    target = paths.ledger_dir / COMMANDS_FILE
-    temporary = target.with_name(f".{COMMANDS_FILE}.tmp")
-    with suppress(OSError):
-        temporary.write_bytes(msgspec.json.encode(noted))
-        os.replace(temporary, target)
+    _replace(paths.ledger_dir / COMMANDS_FILE, msgspec.json.encode(noted))
 
 
 def keep_proof(ledger: Ledger, proof: Proof) -> Path | None:
@@ -146,16 +141,22 @@ def keep_proof(ledger: Ledger, proof: Proof) -> Path | None:
     ``None`` (a run in a store, or a folder that cannot be written: the next
     reader then checks the run whole)."""
     target = proof_file(ledger)
-    if target is None:
+    if target is None or not _replace(target, msgspec.json.encode(proof)):
         return None
+    return target
+
+
+def _replace(target: Path, data: bytes) -> bool:
+    """``target`` replaced by ``data`` whole (a temporary file renamed over it);
+    whether it was written. A note beside the log: failing costs only the note."""
     temporary = target.with_name(f".{target.name}.tmp")
     try:
         temporary.unlink(missing_ok=True)  # never written through a planted link
-        temporary.write_bytes(msgspec.json.encode(proof))
+        temporary.write_bytes(data)
         os.replace(temporary, target)
     except OSError:
-        return None
-    return target
+        return False
+    return True
 
 
 def verify_kept(ledger: Ledger) -> tuple[Verification, Path | None]:

@@ -32,7 +32,7 @@ from projections.views.snapshot_checks import (
 )
 from projections.views.status import adopt_note
 
-__all__ = ["Finding", "Verification", "verify", "verify_run"]
+__all__ = ["Finding", "Verification", "recorded_places", "verify", "verify_run"]
 
 _CHUNK = 1 << 20
 
@@ -76,14 +76,20 @@ def _chain(ledger: Ledger) -> list[Finding]:
     return [Finding("chain", broken.reason, seq=broken.seq)]
 
 
-def _locations(ledger: Ledger) -> dict[str, list[tuple[int, int, str, int]]]:
-    by_file: dict[str, list[tuple[int, int, str, int]]] = defaultdict(list)
-    for event in ledger.events():
+def recorded_places(
+    ledger: Ledger, from_seq: int = 1
+) -> Iterator[tuple[Location, int]]:
+    """Each recorded row's place and its event's seq, from ``from_seq`` on."""
+    for event in ledger.events(from_seq):
         where = getattr(event.body, "location", None)
         if isinstance(where, Location):
-            by_file[where.file].append(
-                (where.offset, where.length, where.row_sha256, event.seq)
-            )
+            yield where, event.seq
+
+
+def _locations(ledger: Ledger) -> dict[str, list[tuple[int, int, str, int]]]:
+    by_file: dict[str, list[tuple[int, int, str, int]]] = defaultdict(list)
+    for where, seq in recorded_places(ledger):
+        by_file[where.file].append((where.offset, where.length, where.row_sha256, seq))
     return by_file
 
 

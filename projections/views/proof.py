@@ -25,8 +25,8 @@ store): a reader checks it whole, as before.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -35,7 +35,7 @@ import msgspec
 from ledger import Ledger, LedgerError, plural
 from ledger.events import Location
 from ledger.files import open_regular
-from projections.views.checks import Finding, Verification
+from projections.views.checks import Finding, Verification, recorded_places
 
 __all__ = [
     "PROOF_FILE",
@@ -46,6 +46,8 @@ __all__ = [
     "check_since",
     "checked_since",
     "file_proofs",
+    "integrity",
+    "last_proof_words",
     "make_proof",
     "proof_words",
     "read_proof",
@@ -54,6 +56,7 @@ __all__ = [
 #: The proof's file in the ledger folder.
 PROOF_FILE = "verified.json"
 _CHUNK = 1 << 22
+_BATCH = 4096  # rows read at once after a proof
 
 
 class FileProof(msgspec.Struct, frozen=True):
@@ -78,8 +81,6 @@ class Proof(msgspec.Struct, frozen=True, kw_only=True):
 class Since(msgspec.Struct, frozen=True, kw_only=True):
     """What a reader checked after a proof: its findings and what it read."""
 
-    proof: Proof
-    seq: int  # the last event checked
     events: int  # events checked after the proof
     rows: int  # rows recorded after the proof, read and hashed
     grown: tuple[str, ...] = ()  # proven files with bytes appended since
@@ -152,16 +153,10 @@ def read_proof(ledger: Ledger) -> Proof | None:
         return None
 
 
-def _tail_locations(ledger: Ledger, after: int) -> Iterator[tuple[Location, int]]:
-    for event in ledger.events(after + 1):
-        where = getattr(event.body, "location", None)
-        if isinstance(where, Location):
-            yield where, event.seq
-
-
 def check_since(ledger: Ledger, proof: Proof) -> Since:
-    """What came after ``proof``, checked; findings as ``(check, message, seq,
-    file)``. The bytes below the proof are not read again."""
+    """What came after ``proof``, checked (the bytes below it are not read
+    again): the chain from it, each row recorded since at its place, and each
+    proven file's size and change times."""
     findings: list[Finding] = []
     seq, _ = ledger.head()
     broken = ledger.verify_chain_after(proof.seq, bytes.fromhex(proof.head))
@@ -175,25 +170,16 @@ def check_since(ledger: Ledger, proof: Proof) -> Since:
                 seq=proof.seq,
             )
         )
-        return Since(proof=proof, seq=seq, events=0, rows=0, findings=tuple(findings))
+        return Since(events=0, rows=0, findings=tuple(findings))
     if broken is not None:
         findings.append(Finding("chain", broken.reason, seq=broken.seq))
-    places = list(_tail_locations(ledger, proof.seq))
+    rows = 0
     with ledger.files.reader() as reader:
-        read = reader.read_many([(w.file, w.offset, w.length) for w, _ in places])
-    for (where, event_seq), data in zip(places, read, strict=True):
-        if data is None or len(data) < where.length:
-            missing = f"the row of seq {event_seq} is missing"
-            findings.append(Finding("rows", missing, seq=event_seq, file=where.file))
-        elif hashlib.sha256(data).hexdigest() != where.row_sha256:
-            findings.append(
-                Finding(
-                    "rows",
-                    f"the row of seq {event_seq} changed since it was recorded",
-                    seq=event_seq,
-                    file=where.file,
-                )
-            )
+        places = recorded_places(ledger, proof.seq + 1)
+        while batch := list(itertools.islice(places, _BATCH)):  # bounded memory
+            rows += len(batch)
+            read = reader.read_many([(w.file, w.offset, w.length) for w, _ in batch])
+            findings += _changed_rows(batch, read)
     grown: list[str] = []
     paths = _proven_paths(ledger) if ledger.folder is not None else {}
     for name, proven in sorted(proof.files.items()):
@@ -214,13 +200,28 @@ def check_since(ledger: Ledger, proof: Proof) -> Since:
         ):
             grown.append(name)
     return Since(
-        proof=proof,
-        seq=seq,
         events=seq - proof.seq,
-        rows=len(places),
+        rows=rows,
         grown=tuple(grown),
         findings=tuple(findings),
     )
+
+
+def _changed_rows(
+    batch: list[tuple[Location, int]], read: list[bytes | None]
+) -> list[Finding]:
+    found = []
+    for (where, seq), data in zip(batch, read, strict=True):
+        if data is None or len(data) < where.length:
+            what = "is missing"
+        elif hashlib.sha256(data).hexdigest() != where.row_sha256:
+            what = "changed since it was recorded"
+        else:
+            continue
+        found.append(
+            Finding("rows", f"the row of seq {seq} {what}", seq=seq, file=where.file)
+        )
+    return found
 
 
 def proof_words(
@@ -233,7 +234,7 @@ def proof_words(
     """What was checked, in a sentence a person reads (the report, status, the
     viewer); ``out`` names the run in the command it gives; ``kept``: the run
     can keep a proof (a run in a store cannot)."""
-    command = "rollout-ledger verify" + ("" if out is None else f" {_quoted(out)}")
+    command = _verify_command(out)
     if proof is None and not kept:
         return (
             f"not checked here: `{command}` checks every event and byte (a run "
@@ -266,10 +267,12 @@ def proof_words(
 QUICK_LIMIT = 20_000
 
 
-def _quoted(out: object) -> str:
+def _verify_command(out: object) -> str:
     import shlex
 
-    return shlex.quote(str(out))
+    return "rollout-ledger verify" + (
+        "" if out is None else f" {shlex.quote(str(out))}"
+    )
 
 
 def checked_since(
@@ -288,10 +291,9 @@ def checked_since(
         return None
     seq, head = ledger.head()
     if quick and seq - proof.seq > QUICK_LIMIT:
-        command = "rollout-ledger verify" + ("" if out is None else f" {_quoted(out)}")
         words = (
             f"{proof_words(proof)}; {plural(seq - proof.seq, 'event')} since, not "
-            f"checked here (`{command}` checks them)"
+            f"checked here (`{_verify_command(out)}` checks them)"
         )
         return Verification(
             findings=(), seq=seq, head=head, proved_up_to=proof.seq, words=words
@@ -304,3 +306,20 @@ def checked_since(
         proved_up_to=proof.seq,
         words=proof_words(proof, since, out=out),
     )
+
+
+def integrity(
+    ledger: Ledger, *, out: object = None, quick: bool = False
+) -> tuple[Verification | None, str]:
+    """What ``status``, the viewer and an unchecked report say of the run's
+    integrity: what came after the last proof, checked (``None``: no proof,
+    or not ``check``ed), and the words for it."""
+    since = checked_since(ledger, out=out, quick=quick)
+    if since is not None:
+        return since, since.words
+    return None, proof_words(None, out=out, kept=ledger.folder is not None)
+
+
+def last_proof_words(ledger: Ledger, *, out: object = None) -> str:
+    """The last proof in words, nothing checked now (``report --no-verify``)."""
+    return proof_words(read_proof(ledger), out=out, kept=ledger.folder is not None)
