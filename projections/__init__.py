@@ -10,8 +10,9 @@ calls one of these names and renders what it returns; each room's docstring
 says what it holds. Everything not in ``__all__`` is private and may move.
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ledger.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from projections.browse.comparison import Comparison, compare_runs
@@ -83,6 +84,7 @@ if TYPE_CHECKING:
     from projections.operations.publishing import publish, status
     from projections.operations.recorded import Recorded, Refusal
     from projections.operations.release import replan
+    from projections.operations.reporting import ReportModel, report_model
     from projections.operations.resuming import Resume, resume
     from projections.operations.round_files import (
         RoundFiles,
@@ -173,6 +175,7 @@ __all__ = [
     "RecordedOutcomes",
     "Refusal",
     "RejudgeItem",
+    "ReportModel",
     "ResultRows",
     "Resume",
     "RewardMetrics",
@@ -237,6 +240,7 @@ __all__ = [
     "replan",
     "replay",
     "report_context",
+    "report_model",
     "reset_budget",
     "result_rows",
     "resume",
@@ -367,6 +371,8 @@ _LAZY = {
     "replan": "projections.operations.release",
     "replay": "projections.fold.reading",
     "report_context": "projections.report.context",
+    "report_model": "projections.operations.reporting",
+    "ReportModel": "projections.operations.reporting",
     "reset_budget": "projections.operations.settings",
     "result_rows": "projections.views.results",
     "resume": "projections.operations.resuming",
@@ -387,14 +393,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'projections' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

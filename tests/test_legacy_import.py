@@ -777,11 +777,14 @@ def test_rec_74_dry_run_refuses_what_the_import_refuses(tmp_path: Path) -> None:
 
 
 def test_rec_70_import_legacy_run_alone_writes_no_projections(tmp_path: Path) -> None:
-    # ledger writes the log and its manifest; the projections are import_run's.
+    # ledger writes the log, its manifest and its note of the files it read
+    # (issue 30); the projections are import_run's.
     out = make_run(tmp_path, out=lines(result(0, 0)))
     report = import_legacy_run(out)
     folder = tmp_path / "rollouts_ledger"
-    assert sorted(os.listdir(folder)) == ["ledger.db", "manifest.json", "run.lock"]
+    assert sorted(os.listdir(folder)) == [
+        "ledger.db", "manifest.json", "rows_seen.json", "run.lock"
+    ]  # fmt: skip
     with Ledger.open(out) as reader:
         assert replay(reader).as_of_seq == report.events[-1].seq == 3
 

@@ -14,10 +14,13 @@ import time
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
-from ledger import RunPaths, rows_untouched
+from cli.main import main
+from ledger import RunPaths, import_legacy_run, rows_untouched
 from tests.internals import rows_seen_module
 from tests.test_cli_support import CliRun, Templates, graded, templates
+from tests.test_legacy_import import lines, make_run, result
 
 __all__ = ["templates"]
 
@@ -111,3 +114,53 @@ def test_an_edit_before_more_rows_are_recorded_still_warns(
     result = run.invoke("status", run.out)
     assert f"{run.out} line {line}" in result.stderr
     assert "changed since it was recorded" in result.stderr
+
+
+def _imported(tmp_path: Path) -> Path:
+    """A run saved without a ledger, its files last written long ago, imported."""
+    out = make_run(tmp_path, out=lines(result(0, 0), result(0, 1), result(1, 0)))
+    past = time.time() - 10
+    for path in RunPaths.of(out).out, RunPaths.of(out).sidecar:
+        if path.exists():
+            os.utime(path, (past, past))
+    time.sleep(2.1)  # their change times, too, long enough before the import
+    result_ = CliRunner().invoke(main, ["import", str(out), "-q"])
+    assert result_.exit_code == 0, result_.output
+    return out
+
+
+def test_issue_30_an_import_notes_the_rows_it_hashed_so_status_reads_none(
+    tmp_path: Path,
+) -> None:
+    out = _imported(tmp_path)
+    # The files did not move while read: status trusts the stat, as after a writer.
+    assert rows_untouched(RunPaths.of(out))
+
+
+def test_issue_30_r_7_a_row_edited_after_an_import_is_still_warned_about(
+    tmp_path: Path,
+) -> None:
+    out = _imported(tmp_path)
+    line = _edit_in_place(out, b'"reward": 1.0', b'"reward": 0.0')
+    assert not rows_untouched(RunPaths.of(out))
+    found = CliRunner().invoke(main, ["status", str(out)])
+    assert found.exit_code == 0
+    assert f"{out} line {line}" in found.stderr
+    assert "changed since it was recorded" in found.stderr
+
+
+def test_issue_30_an_import_that_saw_a_file_move_while_read_notes_nothing(
+    tmp_path: Path,
+) -> None:
+    out = make_run(tmp_path, out=lines(result(0, 0)))
+    seen: list[int] = []
+
+    def progress(done: int, total: int) -> None:  # a file appended to mid-read
+        if not seen:
+            with out.open("ab") as handle:
+                handle.write(lines(result(1, 1)))
+        seen.append(done)
+
+    import_legacy_run(out, progress=progress)
+    assert seen
+    assert not (RunPaths.of(out).ledger_dir / "rows_seen.json").exists()

@@ -68,35 +68,18 @@ def build_page(out: Path | str, *, verify: bool = True, quiet: bool = True) -> B
     """
     import projections
 
+    def step(words: str) -> contextlib.AbstractContextManager[Any]:
+        return working(words, quiet=quiet)
+
     with reader(out, check_head=not verify) as led:
-        with working("reading the run", quiet=quiet):
-            state = projections.replay(led)
-            decisions = projections.decide_all(state)
-        verification = None
-        if verify:
-            # After a verify's proof, only what came after it (issue 30).
-            with working("checking what came after the last verify", quiet=quiet):
-                verification, _ = projections.integrity(led, out=out)
-            if verification is None:
-                with working("verifying", quiet=quiet):
-                    verification = projections.verify_run(led)
+        model = projections.report_model(led, out=str(out), verify=verify, step=step)
+        context = model.context
         with working("writing the report", quiet=quiet):
-            metrics = projections.reward_metrics(led, state, decisions=decisions)
-            context = projections.report_context(
-                state,
-                led.events(1),
-                decisions,
-                out=str(out),
-                verification=verification,
-                metrics=metrics.to_dict(),
-                ledger=led,
-                proof=projections.last_proof_words(led, out=out),
-            )
             html = render_report(context)
     checked = context["verify"]
     return Built(
         html=html,
-        rollouts=state.expected,
+        rollouts=model.rollouts,
         complete=context["headline"]["complete"],
         verified=checked["ok"],
         findings=len(checked["findings"]),

@@ -19,6 +19,7 @@ import os
 import time
 from contextlib import suppress
 from pathlib import Path
+from typing import NamedTuple
 
 import msgspec
 
@@ -26,7 +27,9 @@ from ledger.paths import RunPaths
 
 __all__ = [
     "RACY_NS",
+    "RowsLooked",
     "forget_rows_seen",
+    "look_at_rows",
     "rows_as_noted",
     "rows_untouched",
     "save_rows_seen",
@@ -63,9 +66,32 @@ def _files(paths: RunPaths) -> list[Path]:
     return [paths.out, paths.sidecar]
 
 
-def save_rows_seen(paths: RunPaths) -> None:
-    """Note the collector files as they are now (a writer, closing)."""
-    seen = _Seen([_shape(p) for p in _files(paths)], time.time_ns())
+class RowsLooked(NamedTuple):
+    """The collector files as a reader found them before it read them."""
+
+    files: list[_Shape | None]
+    at_ns: int
+
+
+def look_at_rows(paths: RunPaths) -> RowsLooked:
+    """``OUT`` and the sidecar as they are now, before a reader reads them."""
+    return RowsLooked([_shape(p) for p in _files(paths)], time.time_ns())
+
+
+def save_rows_seen(paths: RunPaths, *, looked: RowsLooked | None = None) -> None:
+    """Note the collector files as they are now (a writer, closing).
+
+    ``looked``: the files as an import found them before it read and hashed
+    every row (issue 30). The note is then made only if they are still
+    exactly so, and as of that look: a file written since, or within
+    ``RACY_NS`` before it, is not trusted (its digests are checked).
+    """
+    if looked is None:
+        seen = _Seen([_shape(p) for p in _files(paths)], time.time_ns())
+    elif [_shape(p) for p in _files(paths)] == looked.files:
+        seen = _Seen(looked.files, looked.at_ns)
+    else:
+        return
     note = paths.ledger_dir / _NAME
     spare = note.with_name(_NAME + ".tmp")
     with suppress(OSError):  # a note only: without it, status checks digests

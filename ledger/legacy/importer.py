@@ -27,6 +27,7 @@ import msgspec
 from pydantic import ValidationError
 
 from ledger.clock import Clock
+from ledger.collector_files.rows_seen import look_at_rows, save_rows_seen
 from ledger.errors import (
     ConfigError,
     CorruptLedger,
@@ -163,6 +164,9 @@ def _import(
         return _adopt(paths, options, lock)
     _refuse_missing(paths)
     write = lock is not None
+    # Issue 30: the rows are hashed as they are read; files that did not move
+    # while read are noted as the writer notes them, for status's stat.
+    looked = look_at_rows(paths)
     source, copy = inputs_file(paths, options.inputs)
     outcomes = sum(map(_size, _outcome_files(paths)))
     # Reading every file, then appending the outcome rows' events (as much work
@@ -194,6 +198,7 @@ def _import(
             copied = (source, paths.materialized) if copy else None
             write_log(paths.db, first, spool, now, copy=copied, share=(outcomes, meter))
             manifest.write(paths.manifest)  # ID-32: an imported run has no identity
+            save_rows_seen(paths, looked=looked)
             events: Sequence[StoredEvent] = RecordedEvents(
                 paths.out, first=1, count=len(first) + spool.count
             )

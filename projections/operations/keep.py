@@ -38,6 +38,7 @@ from projections.views.proof import Proof, file_proofs, make_proof, proof_file
 __all__ = [
     "keep_proof",
     "note_commands",
+    "replace_note",
     "replay_kept",
     "save_left",
     "save_open",
@@ -133,7 +134,7 @@ def note_commands(
         collector=argv,
         cwd=os.getcwd(),
     )
-    _replace(paths.ledger_dir / COMMANDS_FILE, msgspec.json.encode(noted))
+    replace_note(paths.ledger_dir / COMMANDS_FILE, msgspec.json.encode(noted))
 
 
 def keep_proof(ledger: Ledger, proof: Proof) -> Path | None:
@@ -141,12 +142,12 @@ def keep_proof(ledger: Ledger, proof: Proof) -> Path | None:
     ``None`` (a run in a store, or a folder that cannot be written: the next
     reader then checks the run whole)."""
     target = proof_file(ledger)
-    if target is None or not _replace(target, msgspec.json.encode(proof)):
+    if target is None or not replace_note(target, msgspec.json.encode(proof)):
         return None
     return target
 
 
-def _replace(target: Path, data: bytes) -> bool:
+def replace_note(target: Path, data: bytes) -> bool:
     """``target`` replaced by ``data`` whole (a temporary file renamed over it);
     whether it was written. A note beside the log: failing costs only the note."""
     temporary = target.with_name(f".{target.name}.tmp")

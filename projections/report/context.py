@@ -47,7 +47,7 @@ from projections.views.next_steps import NextSteps, held_choices
 from projections.views.workers import workers_seen
 from projections.words.describe import GLOSSARY, describe_decision, describe_kind
 
-__all__ = ["GRID_LIMIT", "TRAIL_LIMIT", "report_context"]
+__all__ = ["GRID_LIMIT", "TRAIL_LIMIT", "report_context", "report_verdict"]
 
 #: Rollouts up to which the grid shows one cell per rollout.
 GRID_LIMIT = 5000
@@ -253,11 +253,16 @@ _EVERY_CHECK = (
 )
 
 
-def _verdict(verification: Any, state: RunState, proof: str | None) -> dict[str, Any]:
+def report_verdict(
+    verification: Any, seq: int, head: str, proof: str | None
+) -> dict[str, Any]:
+    """The page's integrity verdict: ``verification`` (a ``Verification``), or
+    with ``None`` nothing checked, the last proof in ``proof``'s words and the
+    log's ``seq`` and ``head`` (hex) as read."""
     if verification is None:  # not checked: the last verify's proof, in words
         return {
             **{"checked": False, "ok": None, "findings": [], "proved_up_to": None},
-            **{"seq": state.as_of_seq, "head": state.head_hash, "words": proof},
+            **{"seq": seq, "head": head, "words": proof},
         }
     return {
         "checked": True,
@@ -390,7 +395,7 @@ def report_context(
         "refused_command": _command(
             "rollout-ledger", "history", out, "--event", "row_refused"
         ),
-        "verify": _verdict(verification, state, proof),
+        "verify": report_verdict(verification, state.as_of_seq, state.head_hash, proof),
         "cap": cap,
         "colors": COLORS,
         "side_colors": SIDE_COLORS,
