@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     import ledger.rows.rules as rules
     import ledger.store.built_aside as built_aside
     import projections.operations.release as replan_module
+    import projections.views.checks as checks_module
     import projections.views.results as results_module
     from cli.commands.importing import _progress_bar, import_
     from cli.common import load_global_config
@@ -250,6 +251,7 @@ __all__ = [
     "calls_summary",
     "canonical_json",
     "canonical_kind",
+    "checks_module",
     "classify",
     "counted_identity",
     "counts_as_generation",

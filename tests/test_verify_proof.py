@@ -162,3 +162,46 @@ def test_issue_30_status_says_what_it_left_unchecked_on_a_run_grown_since(
     )
     report = _report(run)
     assert f"since then {events} events checked as a chain" in report["checked"]
+
+
+def _verified(run: CliRun, jobs: str) -> tuple[int, dict[str, Any]]:
+    found = run.invoke("verify", run.out, "--json", "--jobs", jobs)
+    document: dict[str, Any] = json.loads(found.stdout)
+    document.pop("proof")
+    return found.exit_code, document
+
+
+def test_issue_30_cli_9_verify_in_two_processes_finds_what_one_finds(
+    tmp_path: Path,
+) -> None:
+    run = _two_rounds(tmp_path)
+    assert _verified(run, "1") == _verified(run, "2") == (0, _verified(run, "1")[1])
+    _flip_a_byte_below(run.out)  # a row's byte: the second process's check
+    published = run.ledger_dir / "coverage.json"  # this process's check
+    published.write_text(published.read_text().replace("complete", "complete "))
+    one, two = _verified(run, "1"), _verified(run, "2")
+    assert one == two  # the same findings, in the same order
+    assert one[0] == 5
+    checks = [f["check"] for f in one[1]["findings"]]
+    assert checks[0] == "rows"
+    assert len(checks) >= 2
+
+
+def test_issue_30_verify_jobs_2_checks_the_log_in_a_second_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ledger import open_run
+    from projections import verify
+    from tests.internals import checks_module
+
+    run = _two_rounds(tmp_path)
+    _flip_a_byte_below(run.out)
+
+    def not_here(ledger: object) -> object:
+        raise AssertionError("the log's checks ran in this process")
+
+    # The spawned process imports the module afresh: only this one is patched.
+    monkeypatch.setattr(checks_module, "_log_checks", not_here)
+    with open_run(run.out, check_head=False) as led:
+        findings = verify(led, jobs=2)
+    assert [f.check for f in findings] == ["rows"]

@@ -160,7 +160,9 @@ def replace_note(target: Path, data: bytes) -> bool:
     return True
 
 
-def verify_kept(ledger: Ledger) -> tuple[Verification, Path | None]:
+def verify_kept(
+    ledger: Ledger, *, jobs: int | None = None
+) -> tuple[Verification, Path | None]:
     """``verify_run``, and when nothing is found its proof kept (issue 30).
 
     The proof names the head as of the start (every event up to it was
@@ -172,7 +174,7 @@ def verify_kept(ledger: Ledger) -> tuple[Verification, Path | None]:
     seq, head = ledger.head()
     with ThreadPoolExecutor(1, thread_name_prefix="proof") as pool:
         hashing = pool.submit(file_proofs, ledger)
-        found = verify_run(ledger)
+        found = verify_run(ledger, jobs=jobs)
         files = hashing.result()
     if found.findings or ledger.folder is None:
         return found, None

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import os
 from collections import defaultdict
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import msgspec
 
@@ -26,13 +28,22 @@ from projections.fold.reading import replay
 from projections.fold.state import RunState
 from projections.views.published import rendered_files
 from projections.views.snapshot_checks import (
+    EndsCheck,
     ends_problems,
     index_problems,
     state_problems,
 )
 from projections.views.status import adopt_note
 
-__all__ = ["Finding", "Verification", "recorded_places", "verify", "verify_run"]
+__all__ = [
+    "JOBS_FROM",
+    "Finding",
+    "Verification",
+    "log_checks_at",
+    "recorded_places",
+    "verify",
+    "verify_run",
+]
 
 _CHUNK = 1 << 20
 
@@ -86,10 +97,19 @@ def recorded_places(
             yield where, event.seq
 
 
-def _locations(ledger: Ledger) -> dict[str, list[tuple[int, int, str, int]]]:
+def _locations(
+    ledger: Ledger, ends: EndsCheck | None = None
+) -> dict[str, list[tuple[int, int, str, int]]]:
+    """Each file's recorded rows; ``ends`` sees every event on the way."""
     by_file: dict[str, list[tuple[int, int, str, int]]] = defaultdict(list)
-    for where, seq in recorded_places(ledger):
-        by_file[where.file].append((where.offset, where.length, where.row_sha256, seq))
+    for event in ledger.events(1):
+        if ends is not None:
+            ends.add(event)
+        where = getattr(event.body, "location", None)
+        if isinstance(where, Location):
+            by_file[where.file].append(
+                (where.offset, where.length, where.row_sha256, event.seq)
+            )
     return by_file
 
 
@@ -139,8 +159,14 @@ def _check_file(
 
 
 def _rows(ledger: Ledger) -> list[Finding]:
+    return _rows_in(ledger, _locations(ledger))
+
+
+def _rows_in(
+    ledger: Ledger, by_file: dict[str, list[tuple[int, int, str, int]]]
+) -> list[Finding]:
     findings: list[Finding] = []
-    for file, rows in sorted(_locations(ledger).items()):
+    for file, rows in sorted(by_file.items()):
         findings.extend(_check_file(ledger.files, file, rows))
     return findings
 
@@ -334,22 +360,92 @@ def _safely(
         return [Finding(check, str(exc), seq=getattr(exc, "seq", None))]
 
 
-def verify(ledger: Ledger) -> list[Finding]:
-    """Every check of CLI-9; an empty list means everything holds."""
-    findings = _chain(ledger) + _safely("rows", _rows, ledger) + _pending(ledger)
+#: A log of at least this many events is checked in two processes by default.
+JOBS_FROM = 50_000
+
+
+def verify(ledger: Ledger, *, jobs: int | None = None) -> list[Finding]:
+    """Every check of CLI-9; an empty list means everything holds.
+
+    ``jobs``: 2 or more reads the log's own checks (the chain, every row
+    against its file, the write index's ends) in a second process while this
+    one refolds (issue 30: the two halves each read the whole log); 1 checks
+    all in this process. By default, two for a run in files with a log of
+    ``JOBS_FROM`` events or more, where this machine has two CPUs to give.
+    The findings are the same, in the same order, whatever the number.
+    """
+    aside = _aside(ledger, jobs)
+    if aside is None:
+        log, ends = _log_checks(ledger)
     state, refold = _refold(ledger)
-    findings += refold
+    found = []
     if state is not None:
-        findings += _materialized(ledger, state) + _published(ledger, state)
-        findings += _found(state_problems(ledger, state))
-        findings += _safely("snapshot", lambda led: _found(index_problems(led)), ledger)
-        findings += _safely("snapshot", lambda led: _found(ends_problems(led)), ledger)
-    return findings
+        found = _materialized(ledger, state) + _published(ledger, state)
+        found += _found(state_problems(ledger, state))
+        found += _safely("snapshot", lambda led: _found(index_problems(led)), ledger)
+    if aside is not None:
+        log, ends = _joined(aside, ledger)
+    findings = log + refold + found
+    return findings + ends if state is not None else findings
 
 
-def verify_run(ledger: Ledger) -> Verification:
-    """``verify``, and the run's last seq and head hash."""
-    findings = verify(ledger)
+def _log_checks(ledger: Ledger) -> tuple[list[Finding], list[Finding]]:
+    """The checks that read the log and the files, not the fold: the chain,
+    the rows, pending repairs; and the write index's ends (apart: they count
+    only when the refold holds)."""
+    chain = _chain(ledger)
+    try:  # one pass reads the rows' places and the events the ends cover
+        ends = EndsCheck(ledger)
+        by_file = _locations(ledger, ends)
+    except LedgerError:  # each on its own, for its own finding (CLI-9)
+        rows = _safely("rows", _rows, ledger)
+        return chain + rows + _pending(ledger), _safely(
+            "snapshot", lambda led: _found(ends_problems(led)), ledger
+        )
+    rows = _safely("rows", lambda led: _rows_in(led, by_file), ledger)
+    return chain + rows + _pending(ledger), _found(ends.problems())
+
+
+def log_checks_at(out: str) -> tuple[list[Finding], list[Finding]]:
+    """``_log_checks`` of the run at ``out``, opened here (the second process)."""
+    from ledger import open_run
+
+    with open_run(out, check_head=False) as ledger:
+        return _log_checks(ledger)
+
+
+def _aside(ledger: Ledger, jobs: int | None) -> Any:
+    """The log's checks started in a second process, or ``None`` (here)."""
+    if ledger.folder is None:
+        return None
+    if jobs is None:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+        jobs = 2 if cpus > 1 and ledger.head()[0] >= JOBS_FROM else 1
+    if jobs < 2:
+        return None
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # spawn: a fresh interpreter, whatever threads this one runs (the proof's).
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    return pool, pool.submit(log_checks_at, str(ledger.paths.out))
+
+
+def _joined(aside: Any, ledger: Ledger) -> tuple[list[Finding], list[Finding]]:
+    """The second process's findings; checked here if it could not give them."""
+    pool, future = aside
+    try:
+        found: tuple[list[Finding], list[Finding]] = future.result()
+    except (OSError, RuntimeError, EOFError, ImportError):  # a process lost, or
+        found = _log_checks(ledger)  # none could start: the same checks here
+    finally:
+        pool.shutdown()
+    return found
+
+
+def verify_run(ledger: Ledger, *, jobs: int | None = None) -> Verification:
+    """``verify`` (in ``jobs`` processes), and the run's last seq and head hash."""
+    findings = verify(ledger, jobs=jobs)
     seq, head = ledger.head()
     try:
         waiting = adopt_note(ledger)

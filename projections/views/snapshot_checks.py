@@ -11,6 +11,7 @@ from __future__ import annotations
 import msgspec
 
 from ledger import Ledger
+from ledger.events import StoredEvent
 from ledger.policy.log import policy_from_json
 from ledger.run.index_keeper import ENDS_VERSION, encode_ends
 from ledger.run.write_index import (
@@ -23,7 +24,7 @@ from projections.fold.reading import replay
 from projections.fold.snapshot import load_snapshot
 from projections.fold.state import RunState
 
-__all__ = ["ends_problems", "index_problems", "state_problems"]
+__all__ = ["EndsCheck", "ends_problems", "index_problems", "state_problems"]
 
 Problems = list[tuple[str, int]]
 
@@ -66,17 +67,37 @@ def index_problems(ledger: Ledger) -> Problems:
 
 def ends_problems(ledger: Ledger) -> Problems:
     """The stored file ends (P-8) against a fold of the events they cover."""
-    found = ledger.load_snapshot(ENDS_VERSION, "")
-    if found is None:
-        return []
-    seq, _, stored = found
-    events = (e for e in ledger.events(1, kinds=END_KINDS) if e.seq <= seq)
-    if encode_ends(WriteIndex.build(events)) != stored:
+    ends = EndsCheck(ledger)
+    if ends.seq is not None:
+        for event in ledger.events(1, kinds=END_KINDS):
+            ends.add(event)
+    return ends.problems()
+
+
+class EndsCheck:
+    """``ends_problems`` fed the log's events by a pass that reads them for
+    more (``verify``'s rows): any events, in seq order."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        found = ledger.load_snapshot(ENDS_VERSION, "")
+        self.seq: int | None = None if found is None else found[0]
+        self._stored = b"" if found is None else found[2]
+        self._index = WriteIndex()
+        self._kinds = frozenset(END_KINDS)
+
+    def add(self, event: StoredEvent) -> None:
+        """Fold ``event`` if the stored ends cover it."""
+        if self.seq is not None and event.seq <= self.seq and event.kind in self._kinds:
+            self._index.apply(event.body)
+
+    def problems(self) -> Problems:
+        """What does not hold, once every event was added."""
+        if self.seq is None or encode_ends(self._index) == self._stored:
+            return []
         return [
             (
                 "the stored file ends differ from a refold of the events they "
                 "cover (an open ignores them only if stale)",
-                seq,
+                self.seq,
             )
         ]
-    return []
