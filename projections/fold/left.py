@@ -278,6 +278,7 @@ def open_problems(
     inputs_path: Path | None,
     digest: str | None,
     state: RunState | None = None,
+    decisions: Mapping[tuple[int, int], Decision] | None = None,
 ) -> list[tuple[str, int]]:
     """EV-14 for the snapshot of what is left: what ``verify`` finds wrong in it.
 
@@ -287,7 +288,8 @@ def open_problems(
     it recorded. A difference there is a change no time shows (under the file
     system): resume and status trust the record until the file is touched.
     ``state``: a refold from seq 1 already made (used when it ends where the
-    snapshot does, instead of folding the same events again).
+    snapshot does, instead of folding the same events again), and
+    ``decisions``, its rollouts decided, when the caller has them.
     """
     found = ledger.load_snapshot(OPEN_VERSION, "")
     if found is None:
@@ -301,8 +303,8 @@ def open_problems(
     if state is not None and state.as_of_seq == seq:
         prefix = state  # ``verify``'s refold from seq 1 covers exactly these
     else:
-        prefix = replay([e for e in ledger.events() if e.seq <= seq])
-    expected = settle(prefix, decide_all(prefix))
+        prefix, decisions = replay([e for e in ledger.events() if e.seq <= seq]), None
+    expected = settle(prefix, decide_all(prefix) if decisions is None else decisions)
     if _ENCODER.encode(expected) != _ENCODER.encode(snapshot.state):
         problems.append(
             (

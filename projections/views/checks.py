@@ -14,15 +14,19 @@ import itertools
 import os
 from collections import defaultdict
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from ledger import Ledger, LedgerError, plural
 from ledger.events import IndexEntry, Location
+from ledger.store.chain import first_chain_break
+from ledger.store.decode import decode_row
 from ledger.store.materialize import index_entry
-from ledger.store.port import RunFiles
+from ledger.store.port import EventRow, RunFiles
 from ledger.store.run_files import ChunkReader
+from projections.decisions.rules import Decision, decide_all
 from projections.fold.left import open_problems
 from projections.fold.reading import replay
 from projections.fold.state import RunState
@@ -39,13 +43,16 @@ __all__ = [
     "JOBS_FROM",
     "Finding",
     "Verification",
+    "hashed_before",
     "log_checks_at",
+    "note_hashed",
     "recorded_places",
     "verify",
     "verify_run",
 ]
 
 _CHUNK = 1 << 20
+Decisions = dict[tuple[int, int], Decision]
 
 
 class Finding(msgspec.Struct, frozen=True):
@@ -202,21 +209,67 @@ def _refold(ledger: Ledger) -> tuple[RunState | None, list[Finding]]:
     return first, []
 
 
-def _materialized(ledger: Ledger, state: RunState) -> list[Finding]:
+#: Whole files hashed in this process, by identity and times (issue 30: the
+#: proof's thread and the inputs' check read the same file once between them).
+_HASHED: dict[tuple[int, int, int, int, int], str] = {}
+
+
+def _identity(path: Path) -> tuple[int, int, int, int, int] | None:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return (
+        found.st_dev,
+        found.st_ino,
+        found.st_size,
+        found.st_mtime_ns,
+        found.st_ctime_ns,
+    )
+
+
+def hashed_before(path: Path) -> str | None:
+    """The sha256 of ``path`` if this process hashed it whole as it is now."""
+    key = _identity(path)
+    return None if key is None else _HASHED.get(key)
+
+
+def note_hashed(path: Path, before: object, sha256: str) -> None:
+    """Note ``path``'s whole sha256, read while its identity stayed ``before``."""
+    key = _identity(path)
+    if key is not None and key == before:
+        _HASHED[key] = sha256
+
+
+def _inputs_digest(ledger: Ledger, name: str) -> str:
+    """The materialized inputs' sha256, read whole (once in this process)."""
+    path = None if ledger.folder is None else ledger.folder / name
+    if path is not None and (known := hashed_before(path)) is not None:
+        return known
+    before = None if path is None else _identity(path)
+    digest = hashlib.sha256()
+    for chunk in ledger.files.chunks(name):
+        digest.update(chunk)
+    if path is not None:
+        note_hashed(path, before, digest.hexdigest())
+    return digest.hexdigest()
+
+
+def _materialized(
+    ledger: Ledger, state: RunState, decisions: Decisions
+) -> list[Finding]:
     name = ledger.files.names.materialized
     expected = state.manifest.get("materialized_digest")
-    digest = hashlib.sha256()
     try:
-        for chunk in ledger.files.chunks(name):
-            digest.update(chunk)
+        found = _inputs_digest(ledger, name)
     except OSError as exc:
         return [Finding("inputs", f"cannot read it ({exc.strerror})", file=name)]
     path = None if ledger.folder is None else ledger.folder / name
     left = [  # P-8: the snapshot of what is left, and what it trusts of the file
         Finding("snapshot", text, seq=seq)
-        for text, seq in open_problems(ledger, path, digest.hexdigest(), state)
+        for text, seq in open_problems(ledger, path, found, state, decisions)
     ]
-    if digest.hexdigest() != expected:
+    if found != expected:
         lines = _safely("inputs", lambda led: _changed_inputs(led, name), ledger)
         told = "" if lines else _UNTOLD
         return [
@@ -304,9 +357,9 @@ def _input_problem(data: bytes, entry: IndexEntry | None, line: int) -> str | No
     return None
 
 
-def _published(ledger: Ledger, state: RunState) -> list[Finding]:
+def _published(ledger: Ledger, state: RunState, decisions: Decisions) -> list[Finding]:
     findings: list[Finding] = []
-    rendered = rendered_files(state)
+    rendered = rendered_files(state, decisions)
     for name, expected in rendered.items():
         if name == "coverage.json":
             findings.extend(_coverage_file(ledger, name, state, expected))
@@ -380,7 +433,9 @@ def verify(ledger: Ledger, *, jobs: int | None = None) -> list[Finding]:
     state, refold = _refold(ledger)
     found = []
     if state is not None:
-        found = _materialized(ledger, state) + _published(ledger, state)
+        decisions = decide_all(state)  # once, for the two checks that decide
+        found = _materialized(ledger, state, decisions)
+        found += _published(ledger, state, decisions)
         found += _found(state_problems(ledger, state))
         found += _safely("snapshot", lambda led: _found(index_problems(led)), ledger)
     if aside is not None:
@@ -393,17 +448,44 @@ def _log_checks(ledger: Ledger) -> tuple[list[Finding], list[Finding]]:
     """The checks that read the log and the files, not the fold: the chain,
     the rows, pending repairs; and the write index's ends (apart: they count
     only when the refold holds)."""
-    chain = _chain(ledger)
-    try:  # one pass reads the rows' places and the events the ends cover
+    try:  # one pass: the chain, the rows' places, the events the ends cover
         ends = EndsCheck(ledger)
-        by_file = _locations(ledger, ends)
+        chain, by_file = _log_pass(ledger, ends)
     except LedgerError:  # each on its own, for its own finding (CLI-9)
         rows = _safely("rows", _rows, ledger)
-        return chain + rows + _pending(ledger), _safely(
+        return _chain(ledger) + rows + _pending(ledger), _safely(
             "snapshot", lambda led: _found(ends_problems(led)), ledger
         )
     rows = _safely("rows", lambda led: _rows_in(led, by_file), ledger)
     return chain + rows + _pending(ledger), _found(ends.problems())
+
+
+def _log_pass(
+    ledger: Ledger, ends: EndsCheck
+) -> tuple[list[Finding], dict[str, list[tuple[int, int, str, int]]]]:
+    """The log read once for three checks: the hash chain recomputed
+    (``_chain``'s finding), and each event decoded for its row's place and
+    for the write index's ends. ``LedgerError``: an event does not decode."""
+    by_file: dict[str, list[tuple[int, int, str, int]]] = defaultdict(list)
+    where = ledger.where
+
+    def read() -> Iterator[EventRow]:
+        for row in ledger.raw_events(1):
+            event = decode_row(row, path=where)
+            ends.add(event)
+            place = getattr(event.body, "location", None)
+            if isinstance(place, Location):
+                by_file[place.file].append(
+                    (place.offset, place.length, place.row_sha256, event.seq)
+                )
+            yield row
+
+    rows = read()
+    broken = first_chain_break(rows)
+    for _ in rows:  # past a break, the places and ends are read all the same
+        pass
+    chain = [] if broken is None else [Finding("chain", broken.reason, seq=broken.seq)]
+    return chain, by_file
 
 
 def log_checks_at(out: str) -> tuple[list[Finding], list[Finding]]:

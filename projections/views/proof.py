@@ -35,7 +35,12 @@ import msgspec
 from ledger import Ledger, LedgerError, plural
 from ledger.events import Location
 from ledger.files import open_regular
-from projections.views.checks import Finding, Verification, recorded_places
+from projections.views.checks import (
+    Finding,
+    Verification,
+    note_hashed,
+    recorded_places,
+)
 
 __all__ = [
     "PROOF_FILE",
@@ -95,8 +100,9 @@ def _stat(path: Path) -> os.stat_result | None:
 
 
 def _proven_paths(ledger: Ledger) -> dict[str, Path]:
+    # The inputs first: verify's own check of them then reads no byte again.
     paths = ledger.paths
-    return {p.name: p for p in (Path(ledger.target), paths.sidecar, paths.materialized)}
+    return {p.name: p for p in (paths.materialized, Path(ledger.target), paths.sidecar)}
 
 
 def file_proofs(ledger: Ledger) -> dict[str, FileProof]:
@@ -109,6 +115,10 @@ def file_proofs(ledger: Ledger) -> dict[str, FileProof]:
         before = _stat(path)
         if before is None:
             continue
+        identity = (
+            *(before.st_dev, before.st_ino, before.st_size),
+            *(before.st_mtime_ns, before.st_ctime_ns),
+        )
         digest = hashlib.sha256()
         try:  # a folder or a pipe in a file's place is refused, never waited on
             with open_regular(path) as handle:
@@ -116,6 +126,7 @@ def file_proofs(ledger: Ledger) -> dict[str, FileProof]:
                     digest.update(chunk)  # releases the GIL: beside the refolds
         except (OSError, LedgerError):
             continue
+        note_hashed(path, identity, digest.hexdigest())
         after = _stat(path)
         if after is None or (after.st_size, after.st_mtime_ns) != (
             before.st_size,
