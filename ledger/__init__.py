@@ -120,6 +120,7 @@ from ledger.store.registry import resolve_out
 
 # isort: split
 # What the commands call (one library function each) and the values they use.
+from ledger.aside import Aside, cpus
 from ledger.collector_files.identify import ROLLOUT_ID, derived_rollout_id, identify_row
 from ledger.collector_files.rows_seen import rows_untouched
 from ledger.collector_files.waiting import Waiting, adopt_advice, group_waiting
@@ -138,6 +139,7 @@ __all__ = [
     "NG_NO_GENERATION_METADATA",
     "ROLLOUT_ID",
     "AlreadyReserved",
+    "Aside",
     "AsyncRecorder",
     "Clock",
     "ConcurrencyConflict",
@@ -181,6 +183,7 @@ __all__ = [
     "config_identity",
     "copy_into_store",
     "copy_to_files",
+    "cpus",
     "creation_policy",
     "credential_named",
     "credential_paths",

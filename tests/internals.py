@@ -41,7 +41,9 @@ if TYPE_CHECKING:
     import ledger.legacy.log as legacy_log
     import ledger.rows.rules as rules
     import ledger.store.built_aside as built_aside
+    import projections.decisions.current_manifest as current_manifest_module
     import projections.operations.release as replan_module
+    import projections.operations.resuming as resuming_module
     import projections.views.checks as checks_module
     import projections.views.results as results_module
     from cli.commands.importing import _progress_bar, import_
@@ -257,6 +259,7 @@ __all__ = [
     "counts_as_generation",
     "credential_interpolation",
     "credential_named",
+    "current_manifest_module",
     "decode_row",
     "demo",
     "demo_module",
@@ -321,6 +324,7 @@ __all__ = [
     "resolve_run",
     "restored_null_defaults",
     "results_module",
+    "resuming_module",
     "reward_summary",
     "row_kind",
     "row_route",

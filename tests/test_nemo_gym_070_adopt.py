@@ -16,6 +16,7 @@ import copy
 import json
 import re
 import shutil
+import sqlite3
 import uuid
 from pathlib import Path
 from typing import Any
@@ -461,3 +462,59 @@ def test_rec_86_rec_72_unstamped_rows_count_the_recorded_sidecar_rows(
         ("failure_saved", 1),  # one earlier sidecar row of its key, recorded before
         ("result_saved", 2),  # two sidecar rows of its key in all
     ]
+
+
+def test_issue_30_rec_86_a_large_dry_run_tells_waiting_rows_beside_its_replay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dry run of a large log reads the waiting rows in a second process
+    while it replays, and refuses as a small one does (the same words)."""
+    from tests.internals import resuming_module
+
+    out = copy_run("c01_agent_request_failed_503", tmp_path / "run")
+    _, _, (config, servers) = configuration(tmp_path)
+    import_run(out)
+    append_as_070(out, first_failure(out), sidecar=True)
+    args = ("resume", out, "--config", config, "--global-config", servers,
+            "--allow-unsafe", "--dry-run")  # fmt: skip
+    here = cli(*args)
+    monkeypatch.setattr(resuming_module, "JOBS_FROM", 0)  # every log is large
+    if resuming_module.cpus() < 2:
+        pytest.skip("one CPU: a dry run tells its waiting rows itself")
+
+    def not_here(self: Ledger) -> object:
+        raise AssertionError("the waiting rows were read in this process")
+
+    monkeypatch.setattr(Ledger, "waiting", not_here)  # the spawned one is not
+    aside = cli(*args)
+    assert here.exit_code == aside.exit_code == 3
+    assert aside.stderr == here.stderr
+    assert_names_waiting(aside, out, "rollouts_failures.jsonl", 1)
+
+
+def test_issue_30_a_large_replay_reads_the_inputs_beside_it_and_plans_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With nothing trusted of the inputs' file, a large resume reads it in a
+    second process while it replays: the same plan, and no read here."""
+    import time
+
+    from tests.internals import current_manifest_module, resuming_module
+
+    out = copy_run("c01_agent_request_failed_503", tmp_path / "run")
+    config, servers, _ = configuration(tmp_path)
+    import_run(out)
+    with sqlite3.connect(out.parent / "rollouts_ledger" / "ledger.db") as db:
+        db.execute("DELETE FROM snapshots")  # the worst case: a full replay
+    expected = planned(out, config, servers)
+    assert expected  # the run has rollouts to dispatch
+    if resuming_module.cpus() < 2:
+        pytest.skip("one CPU: a resume reads its inputs itself")
+    time.sleep(2.1)  # the inputs written long enough before they are read
+    monkeypatch.setattr(resuming_module, "JOBS_FROM", 0)
+
+    def not_here(chunks: object) -> object:
+        raise AssertionError("the inputs were read in this process")
+
+    monkeypatch.setattr(current_manifest_module, "_agents_and_digest", not_here)
+    assert planned(out, config, servers) == expected

@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from ledger import Clock, Ledger, RunManifest
+from ledger import Clock, Ledger, LedgerError, RunManifest
 from ledger.collector_files.inputs_seen import (
     InputsSeen,
     before_read,
@@ -25,6 +25,7 @@ from ledger.collector_files.inputs_seen import (
     still_seen,
 )
 from ledger.errors import ConfigError
+from ledger.files import open_regular
 from projections.fold.state import RunState
 
 __all__ = ["current_manifest", "current_manifest_seen"]
@@ -43,6 +44,7 @@ _AGENT_DECODER = msgspec.json.Decoder(_AgentOnly)
 #: Chunks this large are hashed in the helper thread; smaller ones (a row
 #: stored as a piece of its own, PostgreSQL) in line, in file order.
 _THREADED = 1 << 16
+_CHUNK = 1 << 22
 
 
 def _lines(chunks: Iterable[bytes], digest: Any) -> Iterator[bytes | memoryview]:
@@ -108,6 +110,21 @@ def _agents_and_digest(chunks: Iterable[bytes]) -> tuple[list[dict[str, Any]], s
     rows: list[dict[str, Any]] = [{"agent_ref": ref} for ref in agents.values()]
     rows += [{"_ng_environment_server": name} for name in environments]
     return rows, digest.hexdigest()
+
+
+def inputs_seen_at(path: str) -> InputsSeen | None:
+    """The materialized inputs at ``path`` read whole now, as
+    ``current_manifest_seen`` reads them (a second process's work, beside a
+    replay: issue 30); ``None`` when it cannot be read or moved as read."""
+    where = Path(path)
+    before = before_read(where)
+    try:
+        with open_regular(where) as handle:
+            chunks = iter(lambda: handle.read(_CHUNK), b"")
+            rows, digest = _agents_and_digest(chunks)
+    except (OSError, LedgerError):
+        return None
+    return seen_now(where, before, digest, rows)
 
 
 def _source(ledger: Ledger, state: RunState, source: Path | str | None) -> Path | None:

@@ -24,15 +24,20 @@ import msgspec
 
 from ledger import (
     MAX_ATTEMPTS,
+    Aside,
     IdentityMismatch,
     Ledger,
+    LedgerError,
     Refused,
+    Waiting,
     adopt_advice,
     attempt_key,
     bounded,
+    cpus,
+    open_run,
     plural,
 )
-from ledger.collector_files.inputs_seen import InputsSeen
+from ledger.collector_files.inputs_seen import InputsSeen, still_seen
 from ledger.events import (
     AttemptsExtended,
     AttemptsReleased,
@@ -46,7 +51,10 @@ from ledger.policy.approvals import read_approvals
 from ledger.policy.log import apply_changes, policy_changes, policy_from_json
 from ledger.policy.model import RecoveryPolicy
 from projections.decisions.completion import coverage
-from projections.decisions.current_manifest import current_manifest_seen
+from projections.decisions.current_manifest import (
+    current_manifest_seen,
+    inputs_seen_at,
+)
 from projections.decisions.drift_gate import GateVerdict, gate
 from projections.decisions.every_rollout import RunDecisions
 from projections.decisions.plan import Plan, plan_keys
@@ -60,7 +68,7 @@ from projections.operations.keep import replay_kept, save_open, save_snapshot
 from projections.operations.publishing import publish
 from projections.operations.release import build_plan
 
-__all__ = ["Resume", "resume"]
+__all__ = ["JOBS_FROM", "Resume", "resume", "waiting_at"]
 
 log = logging.getLogger("projections")
 Approvals = Path | str | Iterable[tuple[int, int, int]] | None
@@ -171,9 +179,33 @@ def _fold_pending(
     return fold_into(state, pending_events(ledger.head(), bodies), policy)
 
 
-def _refuse_waiting(ledger: Ledger) -> None:
+#: A dry run of a log at least this long tells its waiting rows aside.
+JOBS_FROM = 50_000
+
+
+def waiting_at(out: str) -> tuple[Waiting, ...] | None:
+    """The rows waiting at the run ``out``, read here (a second process);
+    ``None`` when they cannot be told here (the caller reads them itself)."""
+    try:
+        with open_run(out) as ledger:
+            return ledger.waiting()
+    except LedgerError:
+        return None
+
+
+def _waiting_aside(ledger: Ledger) -> Aside[tuple[Waiting, ...]] | None:
+    """A dry run's waiting rows read beside its replay (issue 30): with no
+    stored file ends, telling them folds the whole log once more."""
+    if ledger.folder is None or cpus() < 2 or ledger.head()[0] < JOBS_FROM:
+        return None
+    return Aside(waiting_at, str(ledger.paths.out))
+
+
+def _refuse_waiting(
+    ledger: Ledger, aside: Aside[tuple[Waiting, ...]] | None = None
+) -> None:
     """REC-86: a plan that ignored rows waiting to be adopted would dispatch again."""
-    waiting = ledger.waiting()
+    waiting = ledger.waiting() if aside is None else aside.result(ledger.waiting)
     if waiting:
         raise IdentityMismatch(
             f"{adopt_advice(str(ledger.target), waiting)}, then resume; the plan "
@@ -206,17 +238,27 @@ def resume(
     """
     if not dry_run and not ledger.writable:
         raise Refused("resume writes to the run: open it with the held RunLock")
-    if dry_run:  # a writer's open refused them already (REC-86)
+    # A writer's open refused them already (REC-86). A dry run of a large log
+    # tells them in a second process beside its replay, and refuses after it.
+    aside = _waiting_aside(ledger) if dry_run else None
+    if dry_run and aside is None:
         _refuse_waiting(ledger)
-    extend_attempts = bounded(
-        extend_attempts,
-        low=0,
-        high=MAX_ATTEMPTS,
-        what="resume --extend-attempts takes a total",
-        key="extend_attempts",
-    )
-    change, changed = _policy_change(ledger, retry_terminal_timeouts, reason)
-    state, seen = _replayed(ledger, changed, approvals, extend_attempts)
+    try:
+        extend_attempts = bounded(
+            extend_attempts,
+            low=0,
+            high=MAX_ATTEMPTS,
+            what="resume --extend-attempts takes a total",
+            key="extend_attempts",
+        )
+        change, changed = _policy_change(ledger, retry_terminal_timeouts, reason)
+        state, seen = _replayed(ledger, changed, approvals, extend_attempts)
+    except BaseException:
+        if aside is not None:
+            aside.close()
+        raise
+    if aside is not None:
+        _refuse_waiting(ledger, aside)
     policy = changed or policy_from_json(state.policy)
     current, seen = current_manifest_seen(
         ledger, state, config, global_config, source=source, seen=seen
@@ -291,7 +333,28 @@ def _replayed(
     seen = None if opened is None else opened.inputs
     if opened is not None and opened.state is not None:
         return opened.state, seen
-    return replay(ledger, policy_override=changed), seen
+    # Issue 30: inputs the resume must read whole are read beside the replay.
+    aside = _inputs_aside(ledger, seen)
+    try:
+        state = replay(ledger, policy_override=changed)
+    except BaseException:
+        if aside is not None:
+            aside.close()
+        raise
+    return state, (seen if aside is None else aside.result(lambda: seen))
+
+
+def _inputs_aside(
+    ledger: Ledger, seen: InputsSeen | None
+) -> Aside[InputsSeen | None] | None:
+    """The inputs' file read whole in a second process, when a large log's
+    resume will have to read it (nothing trusted of it) after its replay."""
+    if ledger.folder is None or cpus() < 2 or ledger.head()[0] < JOBS_FROM:
+        return None
+    path = ledger.folder / ledger.files.names.materialized
+    if still_seen(seen, path) is not None:
+        return None
+    return Aside(inputs_seen_at, str(path))
 
 
 def _commit(

@@ -15,11 +15,10 @@ import os
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
-from ledger import Ledger, LedgerError, plural
+from ledger import Aside, Ledger, LedgerError, cpus, plural
 from ledger.events import IndexEntry, Location
 from ledger.store.chain import first_chain_break
 from ledger.store.decode import decode_row
@@ -438,8 +437,8 @@ def verify(ledger: Ledger, *, jobs: int | None = None) -> list[Finding]:
         found += _published(ledger, state, decisions)
         found += _found(state_problems(ledger, state))
         found += _safely("snapshot", lambda led: _found(index_problems(led)), ledger)
-    if aside is not None:
-        log, ends = _joined(aside, ledger)
+    if aside is not None:  # the same checks here if it gave no answer
+        log, ends = aside.result(lambda: _log_checks(ledger))
     findings = log + refold + found
     return findings + ends if state is not None else findings
 
@@ -496,33 +495,17 @@ def log_checks_at(out: str) -> tuple[list[Finding], list[Finding]]:
         return _log_checks(ledger)
 
 
-def _aside(ledger: Ledger, jobs: int | None) -> Any:
+def _aside(
+    ledger: Ledger, jobs: int | None
+) -> Aside[tuple[list[Finding], list[Finding]]] | None:
     """The log's checks started in a second process, or ``None`` (here)."""
     if ledger.folder is None:
         return None
     if jobs is None:
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
-        jobs = 2 if cpus > 1 and ledger.head()[0] >= JOBS_FROM else 1
+        jobs = 2 if cpus() > 1 and ledger.head()[0] >= JOBS_FROM else 1
     if jobs < 2:
         return None
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    # spawn: a fresh interpreter, whatever threads this one runs (the proof's).
-    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
-    return pool, pool.submit(log_checks_at, str(ledger.paths.out))
-
-
-def _joined(aside: Any, ledger: Ledger) -> tuple[list[Finding], list[Finding]]:
-    """The second process's findings; checked here if it could not give them."""
-    pool, future = aside
-    try:
-        found: tuple[list[Finding], list[Finding]] = future.result()
-    except (OSError, RuntimeError, EOFError, ImportError):  # a process lost, or
-        found = _log_checks(ledger)  # none could start: the same checks here
-    finally:
-        pool.shutdown()
-    return found
+    return Aside(log_checks_at, str(ledger.paths.out))
 
 
 def verify_run(ledger: Ledger, *, jobs: int | None = None) -> Verification:
