@@ -85,7 +85,8 @@ TARGETS: tuple[Target, ...] = (
     ),
     Target(
         id="P-3",
-        what="full replay into every projection / raw read + decode + count per key",
+        what="full replay into every projection / raw read + chain check + decode "
+        "+ count per key",
         unit=RATE,
         ours=p3_ours,
         baseline=p3_baseline,

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     import ledger.legacy.log as legacy_log
     import ledger.rows.rules as rules
     import ledger.store.built_aside as built_aside
+    import projections.browse.runs as browse_runs_module
     import projections.decisions.current_manifest as current_manifest_module
     import projections.operations.release as replan_module
     import projections.operations.resuming as resuming_module
@@ -248,6 +249,7 @@ __all__ = [
     "add_values",
     "added_at_default",
     "apply",
+    "browse_runs_module",
     "built_aside",
     "calls_span",
     "calls_summary",

@@ -230,3 +230,32 @@ def test_copies_of_one_run_each_have_their_own_address(tmp_path: Path) -> None:
                 served.get(f"/api/runs/{card['id']}").json()["run"]["out"]
                 == card["out"]
             )
+
+
+def test_issue_30_the_runs_list_reads_what_is_left_not_every_rollout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's card on the runs page comes from its snapshot of what is left
+    (as ``status`` reads it), and says what a fold of every rollout says."""
+    import ledger
+    import projections
+    from tests.internals import browse_runs_module
+
+    run = demo_run(tmp_path / "demo")
+    with ledger.open_run(run) as led:
+        full = projections.run_card(led, run, projections.replay(led))
+
+    def no_replay(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the runs page folded every rollout")
+
+    monkeypatch.setattr(browse_runs_module, "replay", no_replay)
+    with ledger.open_run(run) as led:
+        assert projections.run_card(led, run) == full
+    with serving([run.parent.parent]) as served:
+        (card,) = served.get("/api/runs").json()["runs"]
+        assert card["complete"] == full.complete
+        assert card["check_words"] == full.check_words
+        monkeypatch.undo()  # the run's own page folds it (in the background first)
+        run_id = card["id"]
+        page = served.get(f"/api/runs/{run_id}").json()
+        assert page["run"]["complete"] == full.complete

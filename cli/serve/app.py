@@ -80,7 +80,7 @@ class Site:
         api = path.startswith("/api/")
         route = path[4:] if api else path
         if route in ("/", "/runs") and not (api and route == "/"):
-            runs = self.runs.every()
+            runs = self.runs.listed()
             if api:
                 listed = [{"id": r.key, **r.card.to_dict()} for r in runs]
                 return "application/json", _json({"runs": listed})

@@ -11,11 +11,19 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["Folded", "RunSet"]
+__all__ = ["Folded", "Listed", "RunSet"]
+
+
+class Listed(NamedTuple):
+    """A run as the runs page lists it: its key in URLs and its card."""
+
+    key: str
+    card: Any
+    head: int
 
 
 class Folded:
@@ -99,6 +107,8 @@ class RunSet:
         self._folded: dict[str, Folded] = {}  # by target
         self._ids: dict[str, Path | str] = {}  # by key
         self._keys: dict[str, str] = {}  # by target
+        self._listed: dict[str, Listed] = {}  # by target, as of a head
+        self._folding: dict[str, threading.Lock] = {}  # one fold per target
 
     def scan(self) -> list[Path | str]:
         """Look for runs again; every run found, in order."""
@@ -119,8 +129,11 @@ class RunSet:
             yield led
 
     def folded(self, target: Path | str) -> Folded:
-        """The run at ``target`` as of its head now."""
-        with self._open(target) as led:
+        """The run at ``target`` as of its head now (folded once at a time: a
+        request for a run being folded waits for that fold)."""
+        with self._guard:
+            folding = self._folding.setdefault(str(target), threading.Lock())
+        with folding, self._open(target) as led:
             head, _ = led.head()
             with self._guard:
                 kept = self._folded.get(str(target))
@@ -128,10 +141,66 @@ class RunSet:
                 kept.follow_writer(led)  # a writer may come or go between events
                 return kept
             made = Folded(target, led, head)
-        with self._guard:
-            made.key = self._key_of(target, made.run_id)
-            self._folded[str(target)] = made
+            with self._guard:
+                made.key = self._key_of(target, made.run_id)
+                self._folded[str(target)] = made
         return made
+
+    def listed(self) -> list[Listed]:
+        """Every run found, as the runs page lists it (a run that cannot be read
+        now is left out).
+
+        Issue 30: a card is read from the run's snapshot of what is left (as
+        ``status`` reads it), not from a fold of every rollout; each run not
+        folded at its head yet is then folded in the background, so that its
+        page is ready sooner.
+        """
+        import ledger
+
+        found = []
+        for target in self.scan():
+            try:
+                item = self._card(target)
+            except ledger.LedgerError:
+                continue
+            found.append(item)
+            with self._guard:
+                kept = self._folded.get(str(target))
+            if kept is None or kept.head != item.head:
+                threading.Thread(
+                    target=self._prefetch, args=(target,), daemon=True
+                ).start()
+        return found
+
+    def _card(self, target: Path | str) -> Listed:
+        import msgspec
+
+        import projections
+
+        with self._open(target) as led:
+            head, _ = led.head()
+            with self._guard:
+                folded = self._folded.get(str(target))
+                kept = self._listed.get(str(target))
+            if folded is not None and folded.head == head:
+                folded.follow_writer(led)
+                return Listed(folded.key, folded.card, head)
+            if kept is not None and kept.head == head:
+                card = msgspec.structs.replace(
+                    kept.card, writer=projections.writer_of(led)
+                )
+            else:
+                card = projections.run_card(led, target)
+        with self._guard:
+            made = Listed(self._key_of(target, card.header.run_id), card, head)
+            self._listed[str(target)] = made
+        return made
+
+    def _prefetch(self, target: Path | str) -> None:
+        import ledger
+
+        with suppress(ledger.LedgerError):  # said when its page is asked for
+            self.folded(target)
 
     def _key_of(self, target: Path | str, run_id: str) -> str:
         """A run's id in URLs: its run id, or for a copy of a run found already
@@ -164,7 +233,7 @@ class RunSet:
         with self._guard:
             target = self._ids.get(run_id)
         if target is None:
-            self.every()  # a run made since the start
+            self.listed()  # a run made since the start
             with self._guard:
                 target = self._ids.get(run_id)
         return None if target is None else self.folded(target)

@@ -21,6 +21,7 @@ from projections.browse.header import Evaluated, evaluated
 from projections.decisions.completion import check_complete
 from projections.decisions.rules import decide_all
 from projections.figures.metrics import metrics_of
+from projections.fold.left import load_open
 from projections.fold.reading import replay
 from projections.fold.state import RunState
 
@@ -112,8 +113,15 @@ def run_card(ledger: Ledger, out: Path | str, state: RunState | None = None) -> 
     """The card of the run ``ledger`` reads (``out`` as the runs page names it).
 
     ``check``'s verdict is made from ``state`` (one replay): its words are
-    ``check``'s, without the note on rows waiting to be adopted.
+    ``check``'s, without the note on rows waiting to be adopted. Without
+    ``state``, the snapshot of what is left at the head when it gives one
+    (P-8, issue 30: the runs page of a million rollouts reads no more than
+    ``status``; its settled rollouts were summed when they settled), else a
+    replay.
     """
+    if state is None:
+        opened = load_open(ledger)
+        state = opened.state if opened is not None else None
     state = replay(ledger) if state is None else state
     decisions = decide_all(state)
     figures = metrics_of(state, decisions)
