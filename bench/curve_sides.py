@@ -20,10 +20,26 @@ from bench.child import Failed, Pending, measure_in_child
 from bench.commands import run_cli
 from bench.context import Context, Data, Measured
 from bench.curve_data import CurveRun, config_args, linked_copy
+from bench.curve_reads import (
+    report_first,
+    report_kept,
+    report_noverify,
+    verify_closed,
+    view_list,
+    view_pages,
+)
 from bench.ng070 import Incumbent
 from bench.sizes import Sizes
 
-__all__ = ["SIDES", "CurvePoint", "CurveSide", "Where", "dump_ledger", "imitate"]
+__all__ = [
+    "SIDES",
+    "CurvePoint",
+    "CurveSide",
+    "Where",
+    "dump_ledger",
+    "imitate",
+    "in_child",
+]
 
 
 @dataclass(frozen=True)
@@ -94,6 +110,26 @@ def resume_real(where: Where) -> CurvePoint:
     return CurvePoint(done.wall_s, done.peak_mib, plan.removeprefix("plan: "))
 
 
+def resume_real_killed(where: Where) -> CurvePoint:
+    """``resume`` (it records the release) after a kill: P-8's case.
+
+    On ``killed/`` itself, its ledger folder put back as it was afterwards (a
+    copy of the run would give its inputs another inode, and a resume then
+    reads them whole), so every other side measures the same state.
+    """
+    ledger_dir = where.run.killed.parent / f"{where.run.killed.stem}_ledger"
+    kept = where.scratch / "killed_ledger"
+    shutil.rmtree(kept, ignore_errors=True)
+    shutil.copytree(ledger_dir, kept)
+    try:
+        done = run_cli(["resume", str(where.run.killed), *config_args(where.tools)])
+    finally:
+        shutil.rmtree(ledger_dir)
+        shutil.move(kept, ledger_dir)
+    plan = next((x for x in done.stdout.splitlines() if x.startswith("plan:")), "")
+    return CurvePoint(done.wall_s, done.peak_mib, plan.removeprefix("plan: "))
+
+
 def status_closed(where: Where) -> CurvePoint:
     """``status OUT`` with the snapshot of the head."""
     done = run_cli(["status", str(where.run.closed)])
@@ -128,7 +164,8 @@ def _plan_alone(out: Path, tools: Path, ctx: Context) -> Measured:
     return Measured(elapsed, f"{counts.get('dispatch', 0)} to dispatch")
 
 
-def _in_child(fn: Callable[[Context], Measured], where: Where) -> CurvePoint:
+def in_child(fn: Callable[[Context], Measured], where: Where) -> CurvePoint:
+    """``fn`` measured in a fresh spawned child: its time, ``VmHWM`` and detail."""
     ctx = Context(where.sizes, Data(), where.scratch, where.round, 0)
     got = measure_in_child(fn, ctx)
     if isinstance(got, Failed | Pending):
@@ -139,13 +176,13 @@ def _in_child(fn: Callable[[Context], Measured], where: Where) -> CurvePoint:
 def plan_killed(where: Where) -> CurvePoint:
     """Planning alone after a kill: ``Ledger.open`` + ``resume(dry_run=True)``."""
     fn = functools.partial(_plan_alone, where.run.killed, where.tools)
-    return _in_child(fn, where)
+    return in_child(fn, where)
 
 
 def plan_closed(where: Where) -> CurvePoint:
     """Planning alone with the snapshot of the head."""
     fn = functools.partial(_plan_alone, where.run.closed, where.tools)
-    return _in_child(fn, where)
+    return in_child(fn, where)
 
 
 def imitate(out: Path, retain: bool, ctx: Context) -> Measured:
@@ -159,16 +196,6 @@ def imitate(out: Path, retain: bool, ctx: Context) -> Measured:
         raise RuntimeError(f"{out}: 0.7.0 would start fresh")
     kept = f", {len(plan.main_rows)} result rows kept" if retain else ""
     return Measured(elapsed, f"{len(plan.to_run)} to dispatch{kept}")
-
-
-def imitation_shipped(where: Where) -> CurvePoint:
-    """The imitation, as shipped (``retain_results_in_memory=true``)."""
-    return _in_child(functools.partial(imitate, where.run.gen, True), where)
-
-
-def imitation_lean(where: Where) -> CurvePoint:
-    """The imitation, lean (``retain_results_in_memory=false``)."""
-    return _in_child(functools.partial(imitate, where.run.gen, False), where)
 
 
 def _real(where: Where, *, lean: bool) -> CurvePoint:
@@ -203,6 +230,11 @@ SIDES: tuple[CurveSide, ...] = (
         "ours: resume (recording its release) after a clean close",
         resume_real,
     ),
+    CurveSide(
+        "resume-real-kill",
+        "ours: resume (recording its release) after a kill",
+        resume_real_killed,
+    ),
     CurveSide("plan-kill", "ours: planning alone after a kill", plan_killed),
     CurveSide("plan-close", "ours: planning alone after a clean close", plan_closed),
     CurveSide("status", "ours: status after a clean close", status_closed),
@@ -216,8 +248,21 @@ SIDES: tuple[CurveSide, ...] = (
         real_lean,
         real=True,
     ),
-    CurveSide("imit-shipped", "imitation of 0.7.0, as shipped", imitation_shipped),
-    CurveSide("imit-lean", "imitation of 0.7.0, lean", imitation_lean),
+    # Issue 30: the reads of a large run.
+    CurveSide("verify", "ours: verify (every check, every byte)", verify_closed),
+    CurveSide("report-first", "ours: report, the first after a verify", report_first),
+    CurveSide(
+        "report-kept", "ours: report of a log unmoved since the last", report_kept
+    ),
+    CurveSide(
+        "report-noverify", "ours: report --no-verify, nothing kept", report_noverify
+    ),
+    CurveSide("view-list", "ours: the viewer's runs page, cold", view_list),
+    CurveSide(
+        "view-pages",
+        "ours: the viewer's filtered page and one rollout, the run read",
+        view_pages,
+    ),
 )
 
 
@@ -260,11 +305,11 @@ def _imitation_keys(out: Path, keys: Path, ctx: Context) -> Measured:
 
 def dump_ledger(where: Where, keys: Path) -> None:
     """The ledger's keys after a clean close, for ``compare_dispatch.py``."""
-    _in_child(
+    in_child(
         functools.partial(_ledger_keys, where.run.closed, where.tools, keys), where
     )
 
 
 def dump_imitation(where: Where, keys: Path) -> None:
     """The imitation's keys to dispatch (lean: the same keys as shipped)."""
-    _in_child(functools.partial(_imitation_keys, where.run.gen, keys), where)
+    in_child(functools.partial(_imitation_keys, where.run.gen, keys), where)

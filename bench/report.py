@@ -94,9 +94,9 @@ def _rss(outcome: Outcome) -> str:
 def met(outcome: Outcome) -> bool | None:
     """Whether the target holds (ratio and RSS limits); ``None``: not measured."""
     median = outcome.median_ratio()
-    if median is None:
-        return None
     target = outcome.target
+    if median is None or target.judged_in is not None:
+        return None
     ok = median >= target.threshold if target.at_least else median <= target.threshold
     ours, base = outcome.ours.peak_rss(), outcome.baseline.peak_rss()
     if target.rss_max_mib is not None and ours is not None:

@@ -74,7 +74,10 @@ def test_every_target_has_both_figures_and_a_ratio(
     assert FIGURE.match(baseline), baseline
     assert RATIO.match(ratio), ratio
     assert re.match(r"^[0-9]+ / [0-9]+ MiB$", rss), rss
-    assert met in ("yes", "NO")
+    if target.startswith("P-4"):  # issue 30: shown; the real 0.7.0 judges it
+        assert met == "-"
+    else:
+        assert met in ("yes", "NO")
 
 
 @pytest.mark.slow
