@@ -43,14 +43,14 @@ class Limit:
 
 RATIOS: tuple[Ratio, ...] = (
     Ratio(
-        "P-4: resume --dry-run after a kill / real 0.7.0 as shipped, whole commands",
+        "resume --dry-run after a kill (P-4) / real 0.7.0 as shipped, whole commands",
         ("resume-kill", "seconds"),
         ("real-shipped", "seconds"),
         0.1,
     ),
     Ratio(
-        "P-4: resume --dry-run after a clean close / real 0.7.0 as shipped, whole "
-        "commands",
+        "resume --dry-run after a clean close (P-4) / real 0.7.0 as shipped, "
+        "whole commands",
         ("resume-close", "seconds"),
         ("real-shipped", "seconds"),
         0.1,
@@ -69,7 +69,7 @@ RATIOS: tuple[Ratio, ...] = (
         0.2,
     ),
     Ratio(
-        "P-4: peak RSS, resume --dry-run after a kill / real 0.7.0 lean",
+        "peak RSS, resume --dry-run after a kill (P-4) / real 0.7.0 lean",
         ("resume-kill", "peak_mib"),
         ("real-lean", "peak_mib"),
         0.1,

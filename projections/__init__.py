@@ -84,7 +84,6 @@ if TYPE_CHECKING:
     from projections.operations.publishing import publish, status
     from projections.operations.recorded import Recorded, Refusal
     from projections.operations.release import replan
-    from projections.operations.reporting import ReportModel, report_model
     from projections.operations.resuming import Resume, resume
     from projections.operations.round_files import (
         RoundFiles,
@@ -107,6 +106,7 @@ if TYPE_CHECKING:
     )
     from projections.operations.work import WorkerReport, work_batches
     from projections.report.context import report_context
+    from projections.report.kept import ReportModel, report_model
     from projections.views.audit_trail import History, HistoryEntry, history
     from projections.views.checks import Finding, Verification, verify, verify_run
     from projections.views.export import AuditExport, audit_export
@@ -371,8 +371,8 @@ _LAZY = {
     "replan": "projections.operations.release",
     "replay": "projections.fold.reading",
     "report_context": "projections.report.context",
-    "report_model": "projections.operations.reporting",
-    "ReportModel": "projections.operations.reporting",
+    "report_model": "projections.report.kept",
+    "ReportModel": "projections.report.kept",
     "reset_budget": "projections.operations.settings",
     "result_rows": "projections.views.results",
     "resume": "projections.operations.resuming",

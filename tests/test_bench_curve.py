@@ -275,11 +275,20 @@ def test_curve_runs_at_tiny_size_without_0_7_0(tmp_path: Path) -> None:
         if line.startswith("| ours:") or "0.7.0" in line.split(" | ")[0]
     }
     figure = re.compile(r"\| [0-9.e-]+ \([0-9.e-]+-[0-9.e-]+\) s; [0-9]+ MiB \|$")
-    for label in ("ours: resume --dry-run after a kill", "ours: import of the run"):
+    for label in (
+        "ours: resume --dry-run after a kill",
+        "ours: import of the run",
+        "ours: verify",  # issue 30: the reads of a large run
+        "ours: report, the first after a verify",
+        "ours: report of a log unmoved",
+        "ours: report --no-verify",
+        "ours: the viewer's runs page",
+        "ours: resume (recording its release) after a kill",
+    ):
         (row,) = [v for k, v in rows.items() if k.startswith(label)]
         assert figure.search(row), row
     assert f"| real NeMo Gym 0.7.0, as shipped | {NO_VENV} |" in text
-    assert re.search(r"\| imitation of 0.7.0, lean \| [0-9.e-]+ \(", text)
+    assert "imitation of 0.7.0, lean |" not in text  # issue 30: retired
     assert "- 40: the same rollouts, except that 0.7.0 samples" in text
     assert re.search(r"its [1-9] snapshot\(s\) deleted", text)
     assert re.search(r"after a kill: [0-9]+ results of the plan", text)

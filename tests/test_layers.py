@@ -33,7 +33,7 @@ PURE_EXEMPT = {
     "checks.py",
     "coordinator.py",
     "publishing.py",
-    "reporting.py",
+    "kept.py",
     "results.py",
     "resuming.py",
     "run_loop.py",

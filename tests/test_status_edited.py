@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
+from cli import main
 from ledger import RunPaths, import_legacy_run, rows_untouched
 from tests.internals import rows_seen_module
 from tests.test_cli_support import CliRun, Templates, graded, templates

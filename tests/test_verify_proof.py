@@ -201,7 +201,7 @@ def test_issue_30_verify_jobs_2_checks_the_log_in_a_second_process(
         raise AssertionError("the log's checks ran in this process")
 
     # The spawned process imports the module afresh: only this one is patched.
-    monkeypatch.setattr(checks_module, "_log_checks", not_here)
+    monkeypatch.setattr(checks_module, "log_checks", not_here)
     with open_run(run.out, check_head=False) as led:
         findings = verify(led, jobs=2)
     assert [f.check for f in findings] == ["rows"]

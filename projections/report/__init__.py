@@ -1,4 +1,5 @@
-"""The report's model (issue 16): one context dict, its charts and trails. Pure."""
+"""The report's model (issue 16): one context dict, its charts and trails, pure;
+and the model a report keeps beside the log for the next one (``kept``, issue 30)."""
 
 from ledger import lazy_exports
 

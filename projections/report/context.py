@@ -256,9 +256,7 @@ _EVERY_CHECK = (
 def report_verdict(
     verification: Any, seq: int, head: str, proof: str | None
 ) -> dict[str, Any]:
-    """The page's integrity verdict: ``verification`` (a ``Verification``), or
-    with ``None`` nothing checked, the last proof in ``proof``'s words and the
-    log's ``seq`` and ``head`` (hex) as read."""
+    """The page's integrity verdict (``None``: nothing checked, ``proof`` said)."""
     if verification is None:  # not checked: the last verify's proof, in words
         return {
             **{"checked": False, "ok": None, "findings": [], "proved_up_to": None},

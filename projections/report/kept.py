@@ -26,6 +26,7 @@ damaged one is computed again, never trusted.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import time
@@ -37,12 +38,11 @@ from typing import Any
 
 import msgspec
 
-from ledger import Ledger
+from ledger import Ledger, LedgerError, atomic_replace
 from ledger.collector_files.rows_seen import RACY_NS
 from projections.decisions.rules import decide_all
 from projections.figures.metrics import reward_metrics
 from projections.fold.reading import replay
-from projections.operations.keep import replace_note
 from projections.report.context import report_context, report_verdict
 from projections.views.checks import Verification, verify_run
 from projections.views.next_steps import COMMANDS_FILE
@@ -205,4 +205,5 @@ def _keep(ledger: Ledger, key: str, context: dict[str, Any], rollouts: int) -> N
         return
     digest = hashlib.sha256(encoded).hexdigest()
     kept = _Kept(key=key, rollouts=rollouts, context=encoded, sha256=digest)
-    replace_note(_place(ledger), _ENCODER.encode(kept))
+    with contextlib.suppress(LedgerError):  # a note only: the next report computes
+        atomic_replace(_place(ledger), _ENCODER.encode(kept))
