@@ -138,7 +138,10 @@ def prepare_size(rollouts: int, workdir: Path, tools: Path, log: Log) -> CurveRu
     gen = base / "gen" / OUT_NAME
     summary = generate(gen, rollouts=rollouts, tools=tools)
     wrote = time.perf_counter() - started
-    closed = linked_copy(gen, base / "closed")
+    # Copies of their own, never links: a link made to a file later (another
+    # round's import of gen/, nosnap/ of closed/) changes its change time, and
+    # status would then check every row's digest (issue 25) on closed/.
+    closed = linked_copy(gen, base / "closed", copy_outputs=True)
     imported = run_cli(["import", str(closed), "-q"])
     first = run_cli(["resume", str(closed), *config_args(tools), "--allow-unsafe"])
     # Its own import and first resume: the snapshot knows its own inputs' file.
@@ -151,7 +154,7 @@ def prepare_size(rollouts: int, workdir: Path, tools: Path, log: Log) -> CurveRu
     outcomes = base / "outcomes.jsonl"
     half = _half_recorded(plan, outcomes)
     recorded = run_cli(["record", str(killed), str(outcomes)])
-    nosnap = linked_copy(closed, base / "nosnap")
+    nosnap = linked_copy(closed, base / "nosnap", copy_outputs=True)
     dropped = drop_snapshots(nosnap)
     files = summary.get("bytes", {})
     notes = (
