@@ -142,6 +142,7 @@ def prepare_size(rollouts: int, workdir: Path, tools: Path, log: Log) -> CurveRu
     # round's import of gen/, nosnap/ of closed/) changes its change time, and
     # status would then check every row's digest (issue 25) on closed/.
     closed = linked_copy(gen, base / "closed", copy_outputs=True)
+    time.sleep(2.1)  # older than a clock tick when imported: its rows are noted
     imported = run_cli(["import", str(closed), "-q"])
     first = run_cli(["resume", str(closed), *config_args(tools), "--allow-unsafe"])
     # Its own import and first resume: the snapshot knows its own inputs' file.
