@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from bench.commands import CommandRun, run_cli
 from bench.context import Context, Measured
+from bench.view_time import get_page
 
 if TYPE_CHECKING:
     from bench.curve_sides import CurvePoint, Where
@@ -85,21 +86,6 @@ def report_noverify(where: Where) -> CurvePoint:
     return _point(done, "nothing kept: the page's values computed")
 
 
-def _get(port: int, path: str) -> bytes:
-    import http.client
-
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=900)
-    try:
-        conn.request("GET", path, headers={"Host": f"127.0.0.1:{port}"})
-        answer = conn.getresponse()
-        body = answer.read()
-        if answer.status != 200:
-            raise RuntimeError(f"{path}: {answer.status} {body[:200]!r}")
-        return body
-    finally:
-        conn.close()
-
-
 def _viewer(out: Path, pages: bool, ctx: Context) -> Measured:
     # In a spawned child: a fresh server, as `rollout-ledger view` starts one.
     import json
@@ -113,19 +99,19 @@ def _viewer(out: Path, pages: bool, ctx: Context) -> Measured:
     try:
         port = server.server_port
         started = time.perf_counter()
-        _get(port, "/")
+        get_page(port, "/")
         listed = time.perf_counter() - started
         if not pages:
             return Measured(listed, "the runs page, cold")
-        run = json.loads(_get(port, "/api/runs"))["runs"][0]["id"]
+        run = json.loads(get_page(port, "/api/runs"))["runs"][0]["id"]
         started = time.perf_counter()
-        _get(port, f"/api/runs/{run}")  # waits for the run's fold
+        get_page(port, f"/api/runs/{run}")  # waits for the run's fold
         loaded = time.perf_counter() - started
         started = time.perf_counter()
-        _get(port, f"/runs/{run}?kind=transient&sort=-reward&page=2")
+        get_page(port, f"/runs/{run}?kind=transient&sort=-reward&page=2")
         filtered = time.perf_counter() - started
         started = time.perf_counter()
-        _get(port, f"/runs/{run}/rollouts/7/2")
+        get_page(port, f"/runs/{run}/rollouts/7/2")
         one = time.perf_counter() - started
     finally:
         server.shutdown()

@@ -18,10 +18,11 @@ import time
 from bench.context import Context, Measured
 from cli.serve import make_server
 
-__all__ = ["view_ours"]
+__all__ = ["get_page", "view_ours"]
 
 
-def _get(port: int, path: str) -> bytes:
+def get_page(port: int, path: str) -> bytes:
+    """``GET path`` from the viewer on 127.0.0.1:``port``; its body (200 only)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     try:
         conn.request("GET", path, headers={"Host": f"127.0.0.1:{port}"})
@@ -43,16 +44,16 @@ def view_ours(ctx: Context) -> Measured:
     try:
         port = server.server_port
         started = time.perf_counter()
-        runs = json.loads(_get(port, "/api/runs"))["runs"]
+        runs = json.loads(get_page(port, "/api/runs"))["runs"]
         first = time.perf_counter() - started
         run = runs[0]["header"]["run_id"]
-        listed = json.loads(_get(port, f"/api/runs/{run}/rollouts?sort=-attempts"))
+        listed = json.loads(get_page(port, f"/api/runs/{run}/rollouts?sort=-attempts"))
         chosen = listed["rollouts"][0]
         kind = next(iter(listed["by_kind"]), "")
         started = time.perf_counter()
-        _get(port, "/")
-        _get(port, f"/runs/{run}?kind={kind}&sort=-reward&page=2")
-        _get(port, f"/runs/{run}/rollouts/{chosen['task']}/{chosen['rollout']}")
+        get_page(port, "/")
+        get_page(port, f"/runs/{run}?kind={kind}&sort=-reward&page=2")
+        get_page(port, f"/runs/{run}/rollouts/{chosen['task']}/{chosen['rollout']}")
         elapsed = time.perf_counter() - started
     finally:
         server.shutdown()

@@ -122,9 +122,10 @@ LEDGER_INTERNALS: dict[str, tuple[frozenset[str], str]] = {
         "its row's place (issue 30)",
     ),
     "ledger.collector_files.rows_seen": (
-        frozenset({"RACY_NS"}),
+        frozenset({"RACY_NS", "file_shape"}),
         "the report keeps its model only for files written longer ago than a "
-        "clock tick could hide, as the writer's note of them",
+        "clock tick could hide, as the writer's note of them; verify and the "
+        "report know a file by its identity and times as that note does",
     ),
     "ledger.store.materialize": (
         frozenset({"index_entry"}),

@@ -28,6 +28,7 @@ from ledger.paths import RunPaths
 __all__ = [
     "RACY_NS",
     "RowsLooked",
+    "file_shape",
     "forget_rows_seen",
     "look_at_rows",
     "rows_as_noted",
@@ -48,7 +49,8 @@ class _Seen(msgspec.Struct, array_like=True, frozen=True):
     seen_at_ns: int
 
 
-def _shape(path: Path) -> _Shape | None:
+def file_shape(path: Path) -> _Shape | None:
+    """``path``'s device, inode, size, mtime and ctime (ns); ``None``: no file."""
     try:
         found = os.stat(path)
     except OSError:
@@ -75,7 +77,7 @@ class RowsLooked(NamedTuple):
 
 def look_at_rows(paths: RunPaths) -> RowsLooked:
     """``OUT`` and the sidecar as they are now, before a reader reads them."""
-    return RowsLooked([_shape(p) for p in _files(paths)], time.time_ns())
+    return RowsLooked([file_shape(p) for p in _files(paths)], time.time_ns())
 
 
 def save_rows_seen(paths: RunPaths, *, looked: RowsLooked | None = None) -> None:
@@ -87,8 +89,8 @@ def save_rows_seen(paths: RunPaths, *, looked: RowsLooked | None = None) -> None
     ``RACY_NS`` before it, is not trusted (its digests are checked).
     """
     if looked is None:
-        seen = _Seen([_shape(p) for p in _files(paths)], time.time_ns())
-    elif [_shape(p) for p in _files(paths)] == looked.files:
+        seen = _Seen([file_shape(p) for p in _files(paths)], time.time_ns())
+    elif [file_shape(p) for p in _files(paths)] == looked.files:
         seen = _Seen(looked.files, looked.at_ns)
     else:
         return
@@ -110,7 +112,7 @@ def _noted(paths: RunPaths) -> tuple[_Seen, list[_Shape | None]] | None:
         seen = msgspec.json.decode((paths.ledger_dir / _NAME).read_bytes(), type=_Seen)
     except (OSError, msgspec.DecodeError, msgspec.ValidationError):
         return None
-    now = [_shape(p) for p in _files(paths)]
+    now = [file_shape(p) for p in _files(paths)]
     if [tuple(s) if s is not None else None for s in seen.files] != now:
         return None
     return seen, now

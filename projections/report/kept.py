@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
@@ -39,7 +38,7 @@ from typing import Any
 import msgspec
 
 from ledger import Ledger, LedgerError, atomic_replace
-from ledger.collector_files.rows_seen import RACY_NS
+from ledger.collector_files.rows_seen import RACY_NS, file_shape
 from projections.decisions.rules import decide_all
 from projections.figures.metrics import reward_metrics
 from projections.fold.reading import replay
@@ -137,7 +136,7 @@ def _key(ledger: Ledger, out: str) -> tuple[str | None, bool]:
     now = time.time_ns()
     paths = ledger.paths
     looked = [
-        _shape(p)
+        file_shape(p)
         for p in (
             paths.out,
             paths.sidecar,
@@ -151,20 +150,6 @@ def _key(ledger: Ledger, out: str) -> tuple[str | None, bool]:
     newest = max((max(s[3], s[4]) for s in looked if s is not None), default=0)
     digest = hashlib.sha256(msgspec.json.encode(what)).hexdigest()
     return digest, newest + RACY_NS <= now
-
-
-def _shape(path: Path) -> list[int] | None:
-    try:
-        found = os.stat(path)
-    except OSError:
-        return None
-    return [
-        found.st_dev,
-        found.st_ino,
-        found.st_size,
-        found.st_mtime_ns,
-        found.st_ctime_ns,
-    ]
 
 
 @cache

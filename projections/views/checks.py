@@ -10,13 +10,13 @@ nothing is modified. ``verify_run`` adds the head the findings are about.
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
 
 from ledger import Aside, Ledger, LedgerError, cpus, plural
+from ledger.collector_files.rows_seen import file_shape
 from ledger.events import IndexEntry
 from ledger.store.materialize import index_entry
 from projections.decisions.rules import Decision, decide_all
@@ -89,29 +89,15 @@ def _refold(ledger: Ledger) -> tuple[RunState | None, list[Finding]]:
 _HASHED: dict[tuple[int, int, int, int, int], str] = {}
 
 
-def _identity(path: Path) -> tuple[int, int, int, int, int] | None:
-    try:
-        found = os.stat(path)
-    except OSError:
-        return None
-    return (
-        found.st_dev,
-        found.st_ino,
-        found.st_size,
-        found.st_mtime_ns,
-        found.st_ctime_ns,
-    )
-
-
 def hashed_before(path: Path) -> str | None:
     """The sha256 of ``path`` if this process hashed it whole as it is now."""
-    key = _identity(path)
+    key = file_shape(path)
     return None if key is None else _HASHED.get(key)
 
 
 def note_hashed(path: Path, before: object, sha256: str) -> None:
     """Note ``path``'s whole sha256, read while its identity stayed ``before``."""
-    key = _identity(path)
+    key = file_shape(path)
     if key is not None and key == before:
         _HASHED[key] = sha256
 
@@ -121,7 +107,7 @@ def _inputs_digest(ledger: Ledger, name: str) -> str:
     path = None if ledger.folder is None else ledger.folder / name
     if path is not None and (known := hashed_before(path)) is not None:
         return known
-    before = None if path is None else _identity(path)
+    before = None if path is None else file_shape(path)
     digest = hashlib.sha256()
     for chunk in ledger.files.chunks(name):
         digest.update(chunk)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 import msgspec
 
 from ledger import Ledger, LedgerError, plural
-from ledger.events import Location
+from ledger.events import Location, StoredEvent
 from ledger.store.chain import first_chain_break
 from ledger.store.decode import decode_row
 from ledger.store.port import EventRow, RunFiles
@@ -76,14 +76,23 @@ def _locations(
     """Each file's recorded rows; ``ends`` sees every event on the way."""
     by_file: dict[str, list[tuple[int, int, str, int]]] = defaultdict(list)
     for event in ledger.events(1):
-        if ends is not None:
-            ends.add(event)
-        where = getattr(event.body, "location", None)
-        if isinstance(where, Location):
-            by_file[where.file].append(
-                (where.offset, where.length, where.row_sha256, event.seq)
-            )
+        _place(by_file, ends, event)
     return by_file
+
+
+def _place(
+    by_file: dict[str, list[tuple[int, int, str, int]]],
+    ends: EndsCheck | None,
+    event: StoredEvent,
+) -> None:
+    """``event``'s row place noted in ``by_file``, and ``event`` shown to ``ends``."""
+    if ends is not None:
+        ends.add(event)
+    where = getattr(event.body, "location", None)
+    if isinstance(where, Location):
+        by_file[where.file].append(
+            (where.offset, where.length, where.row_sha256, event.seq)
+        )
 
 
 def _check_file(
@@ -199,13 +208,7 @@ def _log_pass(
 
     def read() -> Iterator[EventRow]:
         for row in ledger.raw_events(1):
-            event = decode_row(row, path=where)
-            ends.add(event)
-            place = getattr(event.body, "location", None)
-            if isinstance(place, Location):
-                by_file[place.file].append(
-                    (place.offset, place.length, place.row_sha256, event.seq)
-                )
+            _place(by_file, ends, decode_row(row, path=where))
             yield row
 
     rows = read()
