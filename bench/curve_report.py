@@ -244,9 +244,10 @@ def curve_lines(result: CurveResult) -> list[str]:
     lines = ["## Cost curve (CURVE)", ""]
     if result.absent:
         return [*lines, result.absent, ""]
-    baseline = "real NeMo Gym 0.7.0" if result.real else "the imitation only"
+    baseline = "real NeMo Gym 0.7.0" if result.real else "no 0.7.0 (no venv given)"
     lines += [
-        f"Side by side per size, against {baseline} and the imitation of 0.7.0;",
+        f"Side by side per size, against {baseline} (the imitation of 0.7.0 only",
+        "tells which rollouts it dispatches, below);",
         "every figure a whole measurement in a fresh process: median (min-max)",
         "over rounds, and the largest peak RSS. Whole commands include the",
         "interpreter's start and imports; planning alone is the open and the",

@@ -73,8 +73,24 @@ def _log(message: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def _command(argv: Sequence[str]) -> str:
-    return shlex.join(["python", "-m", "bench", *argv])
+#: What the report names a path given to these options by (issue 30: no
+#: absolute path of the machine in what is committed).
+_PLACEHOLDERS = {"--incumbent-venv": "NG", "--out": "FILE", "--workdir": "DIR"}
+
+
+def command_line(argv: Sequence[str]) -> str:
+    shown, hide = [], None
+    for arg in argv:
+        option, sep, _ = arg.partition("=")
+        if hide is not None:
+            shown.append(hide)
+            hide = None
+        elif sep and option in _PLACEHOLDERS:
+            shown.append(f"{option}={_PLACEHOLDERS[option]}")
+        else:
+            shown.append(arg)
+            hide = _PLACEHOLDERS.get(arg)
+    return shlex.join(["python", "-m", "bench", *shown])
 
 
 def _chosen(only: str | None) -> tuple[tuple[Target, ...], bool]:
@@ -134,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         text = results_markdown(
             outcomes,
             mode=sizes.mode,
-            command=_command(argv),
+            command=command_line(argv),
             notes=notes,
             seconds=time.perf_counter() - started,
             kept=kept_notes(previous),

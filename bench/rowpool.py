@@ -84,9 +84,18 @@ def fixture_pool(*, seed: int) -> RowPool:
     files = _result_files(folder) if folder.is_dir() else []
     templates = [row for path in files for row in _decoded_rows(path)]
     if not templates:
-        return synthetic_pool(seed=seed, count=710, note=f"{folder} missing")
-    source = f"{len(templates)} rows of {len(files)} result files in {folder}"
+        return synthetic_pool(seed=seed, count=710, note=f"{_shown(folder)} missing")
+    source = f"{len(templates)} rows of {len(files)} result files in {_shown(folder)}"
     return RowPool(tuple(templates), source)
+
+
+def _shown(folder: Path) -> str:
+    """``folder`` as the report names it: relative to the repository's parent
+    when under it (``../shared/...``), never an absolute path of the machine."""
+    try:
+        return "../" + folder.relative_to(REPO_ROOT.resolve().parent).as_posix()
+    except ValueError:
+        return folder.name
 
 
 def _sampled_size(rng: random.Random) -> int:

@@ -239,3 +239,12 @@ def test_incumbent_starts_fresh_without_its_results_file(tmp_path: Path) -> None
     out = _incumbent_run(tmp_path)
     out.unlink()
     assert plan_resume(out) is None
+
+
+def test_issue_30_the_command_names_no_path_of_the_machine() -> None:
+    from bench.harness import command_line
+
+    shown = command_line(
+        ["--incumbent-venv", "/opt/ng", "--out=/home/me/r.md", "--workdir", "/tmp/w"]
+    )
+    assert shown == "python -m bench --incumbent-venv NG --out=FILE --workdir DIR"
