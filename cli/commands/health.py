@@ -19,8 +19,10 @@ __all__ = ["doctor", "verify"]
     "--jobs",
     metavar="N",
     type=click.IntRange(min=1),
-    help="Processes that check at once, 1 or 2 (default: 2 for a large run in "
-    "files, where two CPUs are free). The findings are the same either way.",
+    help="1 checks everything in this process; 2 or more checks the log and its "
+    "rows in a second process beside the refolds (default: 2 for a run in files "
+    "of 50,000 events or more, where two CPUs are free). The findings are the "
+    "same either way.",
 )
 @json_option
 @quiet_option
