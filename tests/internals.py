@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     import projections.decisions.current_manifest as current_manifest_module
     import projections.operations.release as replan_module
     import projections.operations.resuming as resuming_module
+    import projections.report.context as report_context_module
     import projections.views.checks as checks_module
     import projections.views.results as results_module
     from cli.commands.importing import _progress_bar, import_
@@ -322,6 +323,7 @@ __all__ = [
     "registries",
     "rendered_files",
     "replan_module",
+    "report_context_module",
     "report_server",
     "resolve_run",
     "restored_null_defaults",

@@ -13,6 +13,8 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 import ledger
 import projections
 from tests.test_cli_support import CliRun, by_key, failed, graded
@@ -109,3 +111,33 @@ def test_issue_30_r_7_a_changed_byte_is_never_hidden_by_a_kept_model(
     found = json.loads(result.stdout)
     assert found["verified"] is False
     assert found["findings"] >= 1
+
+
+def test_issue_30_a_large_page_decodes_only_its_listed_rollouts_events(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the grid's limit only unfinished rollouts get a trail: the report
+    leaves the other rollouts' results undecoded, and says what it said."""
+    from tests.internals import report_context_module
+
+    run = _run(tmp_path)
+    monkeypatch.setattr(report_context_module, "GRID_LIMIT", 1)  # bands, a list
+    out = str(run.out)
+    with ledger.open_run(run.out) as led:
+        state = projections.replay(led)
+        decisions = projections.decide_all(state)
+        metrics = projections.reward_metrics(led, state, decisions=decisions)
+        whole = projections.report_context(
+            state,
+            led.events(1),
+            decisions,
+            out=out,
+            metrics=metrics.to_dict(),
+            ledger=led,
+            proof=projections.last_proof_words(led, out=out),
+        )
+        model = projections.report_model(led, out=out, verify=False)
+    assert model.kept is False
+    listed = {(t["task"], t["rollout"]) for t in whole["trails"].values()}
+    assert 0 < len(listed) < state.expected  # some rollouts were left out
+    assert model.context == whole

@@ -42,7 +42,7 @@ from projections.report.charts import (
     per_task_svg,
 )
 from projections.report.content import PREVIEW, read_content
-from projections.report.trail import Trails
+from projections.report.trail import Listed, Trails
 from projections.views.next_steps import NextSteps, held_choices
 from projections.views.workers import workers_seen
 from projections.words.describe import GLOSSARY, describe_decision, describe_kind
@@ -319,7 +319,7 @@ def _pass_at_k(metrics: Mapping[str, Any] | None) -> list[dict[str, Any]]:
 
 def report_context(
     state: RunState,
-    events: Iterable[ev.StoredEvent],
+    events: Iterable[ev.StoredEvent] | Listed,
     decisions: Decisions,
     *,
     out: str,
@@ -332,11 +332,11 @@ def report_context(
 
     ``verification`` is a ``Verification`` (``None``: not checked) and
     ``metrics`` the plain value of the reward figures (``None``: not given).
-    With the run's ``ledger`` (which ``events`` came from), the header says
-    what was evaluated, each trail what its rollout's row holds and, for a run
-    on PostgreSQL, the workers section who worked on it; without it, none of
-    these (``None``). ``proof``: the last verify's proof in words, said when
-    this report checked nothing (``verification`` is ``None``).
+    ``events``: every event, or what a function of the rollouts given a trail
+    returns (``Listed``). With the run's ``ledger``, the header says what was
+    evaluated, each trail what its row holds and, for a run on PostgreSQL,
+    who worked on it (``None`` without). ``proof``: the last verify's proof in
+    words, said when this report checked nothing (``verification`` is ``None``).
     """
     cover = coverage(state, dict(decisions))
     cap = state.cap
@@ -344,7 +344,7 @@ def report_context(
     grid, with_trail = _grid(state, decisions, cap)
     policy = _policy(state)
     trails = Trails(state, decisions, with_trail, policy=policy)
-    for event in events:
+    for event in events(with_trail) if callable(events) else events:
         trails.add(event)
     kinds = trails.kinds
     header, content, workers = None, None, None

@@ -27,9 +27,10 @@ damaged one is computed again, never trusted.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from functools import cache
 from pathlib import Path
@@ -39,6 +40,8 @@ import msgspec
 
 from ledger import Ledger, LedgerError, atomic_replace
 from ledger.collector_files.rows_seen import RACY_NS, file_shape
+from ledger.events import StoredEvent
+from ledger.store.decode import decode_row
 from projections.decisions.rules import decide_all
 from projections.figures.metrics import reward_metrics
 from projections.fold.reading import replay
@@ -113,7 +116,7 @@ def report_model(
         metrics = reward_metrics(ledger, state, decisions=decisions)
         context = report_context(
             state,
-            ledger.events(1),
+            functools.partial(_listed_events, ledger),
             decisions,
             out=out,
             verification=verification,
@@ -124,6 +127,38 @@ def report_model(
     if sound and key is not None and settled and state.as_of_seq == seq:
         _keep(ledger, key, context, state.expected)
     return ReportModel(context=context, rollouts=state.expected)
+
+
+class _Keyed(msgspec.Struct):
+    task: int
+    rollout: int
+
+
+_KEYED = msgspec.json.Decoder(_Keyed)
+#: Events the report's trails read only for a rollout given a trail: the
+#: bulk of a large log (a reservation and an outcome per attempt).
+_PER_ROLLOUT = frozenset({"result_saved", "attempt_reserved"})
+
+
+def _listed_events(ledger: Ledger, keys: set[tuple[int, int]]) -> Iterator[StoredEvent]:
+    """Every event, but a result or a reservation of a rollout not in ``keys``
+    left undecoded (issue 30: the trails take nothing from it). The log's last
+    event is always given (the page says when the run last moved)."""
+    where = ledger.where
+    last = None
+    for row in ledger.raw_events(1):
+        if row.kind in _PER_ROLLOUT:
+            try:
+                found = _KEYED.decode(row.body)
+            except msgspec.DecodeError:  # decoded whole, for the error that names it
+                found = None
+            if found is not None and (found.task, found.rollout) not in keys:
+                last = row
+                continue
+        last = None
+        yield decode_row(row, path=where)
+    if last is not None:
+        yield decode_row(last, path=where)
 
 
 def _key(ledger: Ledger, out: str) -> tuple[str | None, bool]:

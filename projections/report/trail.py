@@ -12,7 +12,7 @@ rollout's row is, for ``content.read_content``.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -25,12 +25,15 @@ from projections.fold.state import RunState
 from projections.report.content import Place
 from projections.words.describe import describe_decision, describe_rule
 
-__all__ = ["SIDE_NAMES", "Trails"]
+__all__ = ["SIDE_NAMES", "Listed", "Trails"]
 
 #: ``ledger.side``'s answer in the report's words.
 SIDE_NAMES = {"evaluation": "infrastructure", "model": "model", None: "unknown"}
 
 Key = tuple[int, int]
+#: The events a report reads, given the rollouts it gives a trail (issue 30:
+#: an event of a rollout not given one may be left out).
+Listed = Callable[[set[Key]], Iterable[ev.StoredEvent]]
 
 
 @lru_cache(maxsize=4096)
