@@ -120,7 +120,7 @@ from ledger.store.registry import resolve_out
 
 # isort: split
 # What the commands call (one library function each) and the values they use.
-from ledger.aside import Aside, cpus
+from ledger.aside import Aside, aside_pays, cpus
 from ledger.collector_files.identify import ROLLOUT_ID, derived_rollout_id, identify_row
 from ledger.collector_files.rows_seen import rows_untouched
 from ledger.collector_files.waiting import Waiting, adopt_advice, group_waiting
@@ -174,6 +174,7 @@ __all__ = [
     "adopt_advice",
     "adopted_inputs",
     "applied_result_class",
+    "aside_pays",
     "atomic_replace",
     "attempt_key",
     "bounded",

@@ -18,14 +18,25 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
 
-__all__ = ["Aside", "cpus"]
+__all__ = ["ASIDE_FROM", "Aside", "aside_pays", "cpus"]
 
 T = TypeVar("T")
+
+
+#: A log at least this long is worth reading in a second process; below it,
+#: starting an interpreter costs more than it saves.
+ASIDE_FROM = 50_000
 
 
 def cpus() -> int:
     """The CPUs this process may use."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+
+
+def aside_pays(events: int) -> bool:
+    """Whether reading a log of ``events`` in a second process pays: a second
+    CPU to run it, and a log long enough (``ASIDE_FROM``)."""
+    return events >= ASIDE_FROM and cpus() > 1
 
 
 class Aside(Generic[T]):

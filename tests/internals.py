@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import cli.demo.command as demo_module
+    import ledger.aside as aside_module
     import ledger.collector_files.inputs_seen as inputs_seen_module
     import ledger.collector_files.rows_seen as rows_seen_module
     import ledger.event_views as event_views
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
     import projections.browse.runs as browse_runs_module
     import projections.decisions.current_manifest as current_manifest_module
     import projections.operations.release as replan_module
-    import projections.operations.resuming as resuming_module
     import projections.report.context as report_context_module
     import projections.views.checks as checks_module
     import projections.views.results as results_module
@@ -250,6 +250,7 @@ __all__ = [
     "add_values",
     "added_at_default",
     "apply",
+    "aside_module",
     "browse_runs_module",
     "built_aside",
     "calls_span",
@@ -328,7 +329,6 @@ __all__ = [
     "resolve_run",
     "restored_null_defaults",
     "results_module",
-    "resuming_module",
     "reward_summary",
     "row_kind",
     "row_route",

@@ -469,7 +469,8 @@ def test_issue_30_rec_86_a_large_dry_run_tells_waiting_rows_beside_its_replay(
 ) -> None:
     """A dry run of a large log reads the waiting rows in a second process
     while it replays, and refuses as a small one does (the same words)."""
-    from tests.internals import resuming_module
+    from ledger import cpus
+    from tests.internals import aside_module
 
     out = copy_run("c01_agent_request_failed_503", tmp_path / "run")
     _, _, (config, servers) = configuration(tmp_path)
@@ -478,8 +479,8 @@ def test_issue_30_rec_86_a_large_dry_run_tells_waiting_rows_beside_its_replay(
     args = ("resume", out, "--config", config, "--global-config", servers,
             "--allow-unsafe", "--dry-run")  # fmt: skip
     here = cli(*args)
-    monkeypatch.setattr(resuming_module, "JOBS_FROM", 0)  # every log is large
-    if resuming_module.cpus() < 2:
+    monkeypatch.setattr(aside_module, "ASIDE_FROM", 0)  # every log is large
+    if cpus() < 2:
         pytest.skip("one CPU: a dry run tells its waiting rows itself")
 
     def not_here(self: Ledger) -> object:
@@ -499,7 +500,8 @@ def test_issue_30_a_large_replay_reads_the_inputs_beside_it_and_plans_the_same(
     second process while it replays: the same plan, and no read here."""
     import time
 
-    from tests.internals import current_manifest_module, resuming_module
+    from ledger import cpus
+    from tests.internals import aside_module, current_manifest_module
 
     out = copy_run("c01_agent_request_failed_503", tmp_path / "run")
     config, servers, _ = configuration(tmp_path)
@@ -508,10 +510,10 @@ def test_issue_30_a_large_replay_reads_the_inputs_beside_it_and_plans_the_same(
         db.execute("DELETE FROM snapshots")  # the worst case: a full replay
     expected = planned(out, config, servers)
     assert expected  # the run has rollouts to dispatch
-    if resuming_module.cpus() < 2:
+    if cpus() < 2:
         pytest.skip("one CPU: a resume reads its inputs itself")
     time.sleep(2.1)  # the inputs written long enough before they are read
-    monkeypatch.setattr(resuming_module, "JOBS_FROM", 0)
+    monkeypatch.setattr(aside_module, "ASIDE_FROM", 0)
 
     def not_here(chunks: object) -> object:
         raise AssertionError("the inputs were read in this process")

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import click
 
-from cli.common import echo_json, json_option, out_argument, quiet_option, reader
+from cli.common import (
+    count,
+    echo_json,
+    json_option,
+    out_argument,
+    quiet_option,
+    reader,
+)
 from cli.render.progress import working
 from cli.render.text import plural
 
@@ -18,7 +25,7 @@ __all__ = ["doctor", "verify"]
 @click.option(
     "--jobs",
     metavar="N",
-    type=click.IntRange(min=1),
+    type=count(1),
     help="1 checks everything in this process; 2 or more checks the log and its "
     "rows in a second process beside the refolds (default: 2 for a run in files "
     "of 50,000 events or more, where two CPUs are free). The findings are the "

@@ -8,7 +8,6 @@ one of them, render what it returns. ``cli.main`` registers it as
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cli.common import (
+    count,
     echo_json,
     json_option,
     option_file,
@@ -31,12 +31,6 @@ if TYPE_CHECKING:
     from projections import ImportResult, StoreImport
 
 __all__ = ["import_"]
-
-
-def _at_least_one(value: int | None) -> int | None:
-    if value is not None and value < 1:
-        raise click.BadParameter(f"{value} is not a number of processes (1 or more)")
-    return value
 
 
 @click.command("import")
@@ -71,8 +65,7 @@ def _at_least_one(value: int | None) -> int | None:
 @click.option(
     "--jobs",
     metavar="N",
-    type=int,
-    callback=lambda _ctx, _param, value: _at_least_one(value),
+    type=count(1),
     help="Processes that read a large file's rows, 1 or more (default: the "
     "CPUs this process may use). The events are the same whatever the number.",
 )
@@ -121,7 +114,7 @@ def import_(
     import projections
 
     if jobs is None:
-        jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+        jobs = ledger.cpus()
     if source is not None:
         if not isinstance(out, str):  # OUT is a run URL exactly when a string
             raise ledger.ConfigError(

@@ -31,9 +31,9 @@ from ledger import (
     Refused,
     Waiting,
     adopt_advice,
+    aside_pays,
     attempt_key,
     bounded,
-    cpus,
     open_run,
     plural,
 )
@@ -68,7 +68,7 @@ from projections.operations.keep import replay_kept, save_open, save_snapshot
 from projections.operations.publishing import publish
 from projections.operations.release import build_plan
 
-__all__ = ["JOBS_FROM", "Resume", "resume", "waiting_at"]
+__all__ = ["Resume", "resume", "waiting_at"]
 
 log = logging.getLogger("projections")
 Approvals = Path | str | Iterable[tuple[int, int, int]] | None
@@ -179,10 +179,6 @@ def _fold_pending(
     return fold_into(state, pending_events(ledger.head(), bodies), policy)
 
 
-#: A dry run of a log at least this long tells its waiting rows aside.
-JOBS_FROM = 50_000
-
-
 def waiting_at(out: str) -> tuple[Waiting, ...] | None:
     """The rows waiting at the run ``out``, read here (a second process);
     ``None`` when they cannot be told here (the caller reads them itself)."""
@@ -196,7 +192,7 @@ def waiting_at(out: str) -> tuple[Waiting, ...] | None:
 def _waiting_aside(ledger: Ledger) -> Aside[tuple[Waiting, ...]] | None:
     """A dry run's waiting rows read beside its replay (issue 30): with no
     stored file ends, telling them folds the whole log once more."""
-    if ledger.folder is None or cpus() < 2 or ledger.head()[0] < JOBS_FROM:
+    if ledger.folder is None or not aside_pays(ledger.head()[0]):
         return None
     return Aside(waiting_at, str(ledger.paths.out))
 
@@ -349,7 +345,7 @@ def _inputs_aside(
 ) -> Aside[InputsSeen | None] | None:
     """The inputs' file read whole in a second process, when a large log's
     resume will have to read it (nothing trusted of it) after its replay."""
-    if ledger.folder is None or cpus() < 2 or ledger.head()[0] < JOBS_FROM:
+    if ledger.folder is None or not aside_pays(ledger.head()[0]):
         return None
     path = ledger.folder / ledger.files.names.materialized
     if still_seen(seen, path) is not None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import msgspec
 
-from ledger import Aside, Ledger, LedgerError, cpus, plural
+from ledger import Aside, Ledger, LedgerError, aside_pays, plural
 from ledger.collector_files.rows_seen import file_shape
 from ledger.events import IndexEntry
 from ledger.store.materialize import index_entry
@@ -36,7 +36,6 @@ from projections.views.snapshot_checks import index_problems, state_problems
 from projections.views.status import adopt_note
 
 __all__ = [
-    "JOBS_FROM",
     "Finding",
     "Verification",
     "hashed_before",
@@ -260,10 +259,6 @@ def _coverage_file(
     return []
 
 
-#: A log of at least this many events is checked in two processes by default.
-JOBS_FROM = 50_000
-
-
 def verify(ledger: Ledger, *, jobs: int | None = None) -> list[Finding]:
     """Every check of CLI-9; an empty list means everything holds.
 
@@ -271,7 +266,7 @@ def verify(ledger: Ledger, *, jobs: int | None = None) -> list[Finding]:
     against its file, the write index's ends) in a second process while this
     one refolds (issue 30: the two halves each read the whole log); 1 checks
     all in this process. By default, two for a run in files with a log of
-    ``JOBS_FROM`` events or more, where this machine has two CPUs to give.
+    50,000 events or more where this machine has two CPUs (``aside_pays``).
     The findings are the same, in the same order, whatever the number.
     """
     aside = _aside(ledger, jobs)
@@ -301,7 +296,7 @@ def _aside(
     if ledger.folder is None:
         return None
     if jobs is None:
-        jobs = 2 if cpus() > 1 and ledger.head()[0] >= JOBS_FROM else 1
+        jobs = 2 if aside_pays(ledger.head()[0]) else 1
     if jobs < 2:
         return None
     return Aside(log_checks_at, str(ledger.paths.out))
