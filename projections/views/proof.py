@@ -33,6 +33,7 @@ from pathlib import Path
 import msgspec
 
 from ledger import Ledger, LedgerError, plural
+from ledger.collector_files.rows_seen import file_shape
 from ledger.events import Location
 from ledger.files import open_regular
 from projections.views.checks import (
@@ -115,10 +116,7 @@ def file_proofs(ledger: Ledger) -> dict[str, FileProof]:
         before = _stat(path)
         if before is None:
             continue
-        identity = (
-            *(before.st_dev, before.st_ino, before.st_size),
-            *(before.st_mtime_ns, before.st_ctime_ns),
-        )
+        identity = file_shape(path)
         digest = hashlib.sha256()
         try:  # a folder or a pipe in a file's place is refused, never waited on
             with open_regular(path) as handle:
